@@ -1,0 +1,22 @@
+import { defineConfig } from "vitest/config"
+
+// Two projects: `unit` for the pure logic of packages/domain (no database), `integration` for
+// everything that runs against the embedded PostgreSQL started once by the global setup.
+export default defineConfig({
+  test: {
+    testTimeout: 30_000,
+    hookTimeout: 120_000,
+    projects: [
+      { test: { name: "unit", include: ["packages/domain/test/**/*.test.ts"] } },
+      {
+        test: {
+          name: "integration",
+          include: ["packages/{store,server,ingest,worker,testkit,cli}/test/**/*.test.ts"],
+          globalSetup: ["packages/testkit/src/globalSetup.ts"],
+          pool: "forks",
+          maxWorkers: 2
+        }
+      }
+    ]
+  }
+})
