@@ -1,1 +1,12 @@
-export {}
+export * from "./Access.ts"
+export * from "./Account.ts"
+export * from "./Alias.ts"
+export * from "./Api.ts"
+export * from "./ApiToken.ts"
+export * from "./Bootstrap.ts"
+export * from "./Common.ts"
+export * from "./MailDomain.ts"
+export * from "./Plan.ts"
+export * from "./Problem.ts"
+export * from "./Push.ts"
+export * from "./Tag.ts"

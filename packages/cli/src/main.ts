@@ -1,0 +1,114 @@
+/**
+ * The `burnbox` program (decisions.md): start | serve | ingest | worker | migrate | admin.
+ */
+import { NodeRuntime } from "@effect/platform-node"
+import { SmtpIngestLive } from "@burnbox/ingest"
+import { HttpServerLive } from "@burnbox/server"
+import { BurnboxConfig, DatabaseUrl, MigratedDatabase, SqlLive } from "@burnbox/store"
+import { WorkerLive } from "@burnbox/worker"
+import { Cause, Effect, Layer, Logger, References } from "effect"
+import { admin } from "./Admin.ts"
+import { CliError, parseArgs } from "./Args.ts"
+import { ApiServices } from "@burnbox/server"
+
+const usage = `burnbox: receive-only disposable email with an automation API
+
+Usage:
+  burnbox start              API, SMTP ingest and worker in one process (embedded PostgreSQL by default)
+  burnbox serve              the HTTP API only
+  burnbox ingest             the SMTP ingest only
+  burnbox worker             the background worker only
+  burnbox migrate            apply database migrations and exit
+  burnbox admin account create --email E --password P [--plan free|premium|pro] [--admin]
+  burnbox admin account plan --email E --plan free|premium|pro
+  burnbox admin account override --email E --set key=value[,key=value...] | --clear
+  burnbox admin token create --email E --scopes read,manage-aliases,delete,webhooks,test [--name N]
+  burnbox admin domain add NAME [--tier public|premium_only]
+  burnbox admin domain retire NAME
+
+Configuration comes from the environment: DATABASE_URL, BURNBOX_DATA_DIR, BURNBOX_HTTP_PORT,
+BURNBOX_SMTP_PORT, BURNBOX_HOST, BURNBOX_SITE_URL, BURNBOX_DOMAINS, BURNBOX_SECRET, ...
+`
+
+const Config = BurnboxConfig.layer
+const Database = (maxConnections: number) =>
+  SqlLive({ maxConnections }).pipe(
+    Layer.provideMerge(MigratedDatabase.layer),
+    Layer.provideMerge(DatabaseUrl.layer),
+    Layer.provideMerge(Config)
+  )
+
+/** Logs go to stderr, so stdout carries only what a command prints. */
+const StderrLogger = Logger.layer([Logger.withConsoleError(Logger.formatSimple)])
+
+const banner = Effect.gen(function*() {
+  const config = yield* BurnboxConfig
+  const lines = [
+    "burnbox is running",
+    `  API      ${config.baseUrl}`,
+    `  docs     ${config.siteUrl}/docs`,
+    `  SMTP     ${config.host}:${config.smtpPort} (domains: ${config.domains.map((d) => d.name).join(", ")})`,
+    `  data     ${config.dataDir}`,
+    "Create an account:",
+    `  curl -i -X POST ${config.baseUrl}/auth/signup -H 'content-type: application/json' -d '{"email":"you@example.com","password":"correct horse"}'`,
+    "  or: pnpm burnbox admin account create --email you@example.com --password 'correct horse' --plan pro",
+    "Stop with Ctrl-C."
+  ]
+  process.stdout.write(lines.join("\n") + "\n")
+})
+
+const serveRoles = <E, R>(roles: Layer.Layer<never, E, R>) =>
+  Layer.launch(Layer.mergeAll(roles, Layer.effectDiscard(banner)).pipe(Layer.provide(ApiServices), Layer.provide(Database(30))))
+
+/** Prints one JSON document; a CliError becomes `{error: {code, message}}` and exit code 1. */
+const printJson = <A, E, R>(program: Effect.Effect<A, E, R>) =>
+  program.pipe(
+    Effect.map((value) => process.stdout.write(JSON.stringify(value, null, 2) + "\n")),
+    Effect.catchCause((cause) => {
+      const failure = [...Cause.prettyErrors(cause)][0]
+      const defect = cause.reasons.find(Cause.isDieReason)?.defect
+      const error = defect instanceof CliError ? defect : failure
+      const code = error instanceof CliError ? error.code : "failed"
+      process.stdout.write(JSON.stringify({ error: { code, message: error?.message ?? "failed" } }, null, 2) + "\n")
+      process.exitCode = 1
+      return Effect.void
+    })
+  )
+
+const main = (argv: ReadonlyArray<string>) => {
+  const [command, ...rest] = argv
+  switch (command) {
+    case "start":
+      return serveRoles(Layer.mergeAll(HttpServerLive, SmtpIngestLive, WorkerLive))
+    case "serve":
+      return serveRoles(HttpServerLive)
+    case "ingest":
+      return serveRoles(SmtpIngestLive)
+    case "worker":
+      return serveRoles(WorkerLive)
+    case "migrate":
+      return printJson(Effect.gen(function*() {
+        const { applied } = yield* MigratedDatabase
+        return { applied }
+      }).pipe(
+        Effect.provide(MigratedDatabase.layer.pipe(Layer.provideMerge(DatabaseUrl.layer), Layer.provideMerge(Config)))
+      ))
+    case "admin":
+      return printJson(Effect.suspend(() => admin(parseArgs(rest))).pipe(Effect.provide(ApiServices.pipe(Layer.provideMerge(Database(2))))))
+    case undefined:
+    case "help":
+    case "--help":
+      return Effect.sync(() => process.stdout.write(usage))
+    default:
+      return Effect.sync(() => {
+        process.stderr.write(`burnbox: unknown command "${command}"\n\n${usage}`)
+        process.exitCode = 2
+      })
+  }
+}
+
+main(process.argv.slice(2)).pipe(
+  Effect.provide(StderrLogger),
+  Effect.provideService(References.MinimumLogLevel, process.env["BURNBOX_LOG_LEVEL"] === "debug" ? "Debug" : "Info"),
+  NodeRuntime.runMain
+)

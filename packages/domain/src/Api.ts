@@ -1,0 +1,109 @@
+import { Schema } from "effect"
+import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
+import { Access, Authentication, IdParams, requires, ValidationErrors } from "./Access.ts"
+import { Account, Credentials, DensityInput, LoginCredentials, MailboxDensity, StorageUsage } from "./Account.ts"
+import { ApiToken, CreatedToken, CreateToken } from "./ApiToken.ts"
+import { Bootstrap } from "./Bootstrap.ts"
+import { MailDomain } from "./MailDomain.ts"
+import { Errors } from "./Problem.ts"
+import { PushSettings } from "./Push.ts"
+import { CreateTag, Tag, TagWithCount, UpdateTag } from "./Tag.ts"
+
+const E = Errors
+
+export class AuthGroup extends HttpApiGroup.make("auth")
+  .add(
+    HttpApiEndpoint.post("signup", "/auth/signup", {
+      payload: Credentials,
+      success: Account.pipe(HttpApiSchema.status(201)),
+      error: [E.Conflict, E.ValidationFailed, E.RateLimited]
+    }),
+    HttpApiEndpoint.post("login", "/auth/login", {
+      payload: LoginCredentials,
+      success: Account,
+      error: [E.Unauthorized, E.ValidationFailed, E.RateLimited]
+    }),
+    HttpApiEndpoint.post("logout", "/auth/logout", { success: HttpApiSchema.NoContent })
+      .annotate(Access, requires("session"))
+      .middleware(Authentication)
+  )
+  .annotateMerge(OpenApi.annotations({ title: "Authentication" }))
+{}
+
+export class TokensGroup extends HttpApiGroup.make("tokens")
+  .add(
+    HttpApiEndpoint.get("list", "/tokens", { success: Schema.Struct({ items: Schema.Array(ApiToken) }) }),
+    HttpApiEndpoint.post("create", "/tokens", {
+      payload: CreateToken,
+      success: CreatedToken.pipe(HttpApiSchema.status(201)),
+      error: [E.Conflict, E.ValidationFailed]
+    }),
+    HttpApiEndpoint.delete("revoke", "/tokens/:id", {
+      params: IdParams,
+      success: HttpApiSchema.NoContent,
+      error: E.NotFound
+    })
+  )
+  .annotate(Access, requires("session"))
+  .middleware(Authentication)
+  .annotateMerge(OpenApi.annotations({ title: "API tokens" }))
+{}
+
+export class AccountGroup extends HttpApiGroup.make("account")
+  .add(
+    HttpApiEndpoint.get("bootstrap", "/bootstrap", { success: Bootstrap }).annotate(Access, requires("read")),
+    HttpApiEndpoint.get("me", "/me", { success: Account }).annotate(Access, requires("read")),
+    HttpApiEndpoint.get("storage", "/storage", { success: StorageUsage }).annotate(Access, requires("read")),
+    HttpApiEndpoint.get("domains", "/domains", { success: Schema.Struct({ items: Schema.Array(MailDomain) }) })
+      .annotate(Access, requires("read")),
+    HttpApiEndpoint.put("density", "/mailbox/density", {
+      payload: DensityInput,
+      success: Schema.Struct({ density: MailboxDensity }),
+      error: E.ValidationFailed
+    }).annotate(Access, requires("session")),
+    HttpApiEndpoint.get("pushSettings", "/push/settings", { success: PushSettings }).annotate(Access, requires("session"))
+  )
+  .middleware(Authentication)
+  .annotateMerge(OpenApi.annotations({ title: "Account" }))
+{}
+
+export class TagsGroup extends HttpApiGroup.make("tags")
+  .add(
+    HttpApiEndpoint.get("list", "/tags", { success: Schema.Struct({ items: Schema.Array(TagWithCount) }) })
+      .annotate(Access, requires("read")),
+    HttpApiEndpoint.post("create", "/tags", {
+      payload: CreateTag,
+      success: Tag.pipe(HttpApiSchema.status(201)),
+      error: [E.Conflict, E.ValidationFailed]
+    }).annotate(Access, requires("session")),
+    HttpApiEndpoint.patch("update", "/tags/:id", {
+      params: IdParams,
+      payload: UpdateTag,
+      success: Tag,
+      error: [E.NotFound, E.Conflict, E.ValidationFailed]
+    }).annotate(Access, requires("session")),
+    HttpApiEndpoint.delete("remove", "/tags/:id", {
+      params: IdParams,
+      success: HttpApiSchema.NoContent,
+      error: E.NotFound
+    }).annotate(Access, requires("session"))
+  )
+  .middleware(Authentication)
+  .annotateMerge(OpenApi.annotations({ title: "Tags" }))
+{}
+
+/** The whole contract, served under {base_url} = {site_url}/api/v1. */
+export class BurnboxApi extends HttpApi.make("burnbox")
+  .add(AuthGroup)
+  .add(TokensGroup)
+  .add(AccountGroup)
+  .add(TagsGroup)
+  .middleware(ValidationErrors)
+  .prefix("/api/v1")
+  .annotate(HttpApi.PayloadParseOptions, { onExcessProperty: "error", errors: "all" })
+  .annotateMerge(OpenApi.annotations({
+    title: "burnbox API",
+    version: "2026-08-31",
+    description: "Receive-only disposable email with an automation API."
+  }))
+{}

@@ -1,0 +1,135 @@
+import {
+  Access,
+  Authentication,
+  CsrfHeader,
+  CurrentPrincipal,
+  Forbidden,
+  type Principal,
+  RateLimited,
+  type Scope,
+  Scopes,
+  SessionCookie,
+  TokenPrefix,
+  Unauthorized
+} from "@burnbox/domain"
+import { Accounts, Keyring, RateLimiter, Sessions, Tokens } from "@burnbox/store"
+import { type Decision } from "@burnbox/store/RateLimiter"
+import { Context, Effect, Layer, Option, Redacted } from "effect"
+import { HttpEffect, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { now } from "@burnbox/store/Time"
+
+const allScopes: ReadonlySet<Scope> = new Set(Scopes)
+const safeMethods = new Set(["GET", "HEAD", "OPTIONS"])
+const realm = `Bearer realm="burnbox"`
+
+/** Limits for requests that present no usable token, per client address. */
+export const AnonymousWindows = [{ limit: 600, seconds: 60 }, { limit: 100_000, seconds: 86_400 }]
+
+export const rateLimitHeaders = (decision: Decision, nowMs: number): Record<string, string> => {
+  const { binding } = decision
+  const headers: Record<string, string> = {
+    "ratelimit-limit": String(binding.limit),
+    "ratelimit-remaining": String(decision.remaining),
+    "ratelimit-reset": String(binding.resetIn),
+    "ratelimit-policy": `${binding.limit};w=${binding.seconds}`,
+    "x-ratelimit-limit": String(binding.limit),
+    "x-ratelimit-remaining": String(decision.remaining),
+    "x-ratelimit-reset": String(Math.ceil(nowMs / 1000) + binding.resetIn)
+  }
+  if (!decision.allowed) headers["retry-after"] = String(decision.retryAfter)
+  return headers
+}
+
+/** Adds headers to whatever response this request finally gets, error answers included. */
+export const addResponseHeaders = (headers: Record<string, string>) =>
+  HttpEffect.appendPreResponseHandler((_request, response) => Effect.succeed(HttpServerResponse.setHeaders(response, headers)))
+
+const bearerCredential = (header: string): string | undefined => {
+  const match = /^Bearer +(\S+) *$/i.exec(header)
+  return match?.[1]
+}
+
+export const clientAddress = (request: HttpServerRequest.HttpServerRequest): string =>
+  Option.getOrElse(request.remoteAddress, () => "unknown")
+
+export const AuthenticationLive = Layer.effect(Authentication, Effect.gen(function*() {
+  const sessions = yield* Sessions
+  const tokens = yield* Tokens
+  const accounts = yield* Accounts
+  const keyring = yield* Keyring
+  const limiter = yield* RateLimiter
+
+  const limit = Effect.fnUntraced(function*(key: string, windows: ReadonlyArray<{ limit: number; seconds: number }>) {
+    const decision = yield* limiter.hit(key, windows)
+    const at = yield* now
+    yield* addResponseHeaders(rateLimitHeaders(decision, at.getTime()))
+    if (!decision.allowed) {
+      return yield* new RateLimited({ code: "rate_limited", message: `Request limit reached; retry in ${decision.retryAfter} s.` })
+    }
+  })
+
+  const refuse = <E>(error: E, challenge: string) =>
+    addResponseHeaders({ "www-authenticate": challenge }).pipe(Effect.andThen(Effect.fail(error)))
+
+  const bearer = Effect.fnUntraced(function*(request: HttpServerRequest.HttpServerRequest, header: string, required: Scope | "session") {
+    const secret = bearerCredential(header)
+    const grant = secret !== undefined && secret.startsWith(TokenPrefix) ? yield* tokens.resolve(Redacted.make(secret)) : undefined
+    const at = yield* now
+    const usable = grant !== undefined && grant.status !== "revoked" && (grant.expiresAt === null || grant.expiresAt > at)
+    if (!usable) {
+      yield* limit(`anon:${clientAddress(request)}`, AnonymousWindows)
+      return yield* refuse(Unauthorized.invalidToken(), `${realm}, error="invalid_token"`)
+    }
+    const account = yield* accounts.get(grant.accountId)
+    if (account === undefined) return yield* refuse(Unauthorized.invalidToken(), `${realm}, error="invalid_token"`)
+    yield* limit(`token:${grant.id}`, [
+      { limit: account.entitlements.requestsPerMinute, seconds: 60 },
+      { limit: account.entitlements.requestsPerDay, seconds: 86_400 }
+    ])
+    if (grant.status === "suspended") return yield* Effect.fail(Forbidden.tokenSuspended())
+    if (required === "session") return yield* Effect.fail(Forbidden.sessionRequired())
+    if (!grant.scopes.includes(required)) {
+      return yield* refuse(Forbidden.insufficientScope(required), `${realm}, error="insufficient_scope", scope="${required}"`)
+    }
+    yield* tokens.touch(grant.id)
+    return {
+      accountId: grant.accountId,
+      kind: "bearer",
+      tokenId: grant.id,
+      sessionId: null,
+      scopes: new Set(grant.scopes)
+    } satisfies Principal
+  })
+
+  const session = Effect.fnUntraced(function*(request: HttpServerRequest.HttpServerRequest) {
+    const cookie = request.cookies[SessionCookie]
+    const secret = cookie === undefined || cookie === "" ? undefined : Redacted.make(cookie)
+    const record = secret === undefined ? undefined : yield* sessions.resolve(secret)
+    if (secret === undefined || record === undefined) {
+      return yield* refuse(Unauthorized.authenticationRequired(), realm)
+    }
+    if (!safeMethods.has(request.method) && !keyring.checkCsrf(secret, request.headers[CsrfHeader])) {
+      return yield* Effect.fail(Forbidden.csrf())
+    }
+    return {
+      accountId: record.accountId,
+      kind: "session",
+      tokenId: null,
+      sessionId: record.id,
+      scopes: allScopes
+    } satisfies Principal
+  })
+
+  return Authentication.of((httpEffect, { endpoint, group }) =>
+    Effect.gen(function*() {
+      const access = Context.getOrUndefined(endpoint.annotations, Access) ?? Context.getOrUndefined(group.annotations, Access)
+      if (access === undefined) return yield* Effect.die(new Error(`endpoint ${endpoint.name} has no Access annotation`))
+      const request = yield* HttpServerRequest.HttpServerRequest
+      const authorization = request.headers["authorization"]
+      const principal = authorization !== undefined
+        ? yield* bearer(request, authorization, access.scope)
+        : yield* session(request)
+      return yield* Effect.provideService(httpEffect, CurrentPrincipal, principal)
+    })
+  )
+}))

@@ -1,0 +1,42 @@
+import { createServer } from "node:http"
+import { NodeHttpServer } from "@effect/platform-node"
+import { BurnboxApi } from "@burnbox/domain"
+import { Accounts, BurnboxConfig, Domains, Keyring, RateLimiter, Sessions, Tags, Tokens } from "@burnbox/store"
+import { Effect, Layer } from "effect"
+import { HttpRouter } from "effect/http"
+import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
+import { AuthenticationLive } from "./Authentication.ts"
+import { AccountHttp } from "./http/AccountHttp.ts"
+import { AuthHttp } from "./http/AuthHttp.ts"
+import { TagsHttp } from "./http/TagsHttp.ts"
+import { TokensHttp } from "./http/TokensHttp.ts"
+import { ProblemRouting } from "./ProblemRouting.ts"
+import { ValidationErrorsLive } from "./Validation.ts"
+
+/** The repositories the API reads and writes; each needs only the SQL client and config. */
+export const ApiServices = Layer.mergeAll(
+  Accounts.layer,
+  Sessions.layer,
+  Tokens.layer,
+  Tags.layer,
+  Domains.layer,
+  RateLimiter.layer
+).pipe(Layer.provideMerge(Keyring.layer))
+
+/** Every route of the service: the API under /api/v1, its OpenAPI document and the docs page. */
+export const HttpRoutes = Layer.mergeAll(
+  HttpApiBuilder.layer(BurnboxApi, { openapiPath: "/api/v1/openapi.json" }).pipe(
+    Layer.provide([AuthHttp, TokensHttp, AccountHttp, TagsHttp]),
+    Layer.provide([AuthenticationLive, ValidationErrorsLive])
+  ),
+  HttpApiScalar.layer(BurnboxApi, { path: "/docs" }),
+  ProblemRouting
+).pipe(Layer.provide(ApiServices))
+
+/** The HTTP listener on BURNBOX_HOST:BURNBOX_HTTP_PORT, serving every route. */
+export const HttpServerLive = Layer.unwrap(Effect.gen(function*() {
+  const config = yield* BurnboxConfig
+  return HttpRouter.serve(HttpRoutes, { disableLogger: true }).pipe(
+    Layer.provide(NodeHttpServer.layer(createServer, { port: config.httpPort, host: config.host }))
+  )
+}))

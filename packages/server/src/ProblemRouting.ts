@@ -1,0 +1,71 @@
+/**
+ * What no endpoint answers still answers in the Problem shape: an unknown path (404), a known
+ * path with the wrong method (405 with Allow), an oversized body (413), and any defect (500,
+ * logged with its cause, never shown to the client).
+ */
+import { BurnboxApi, problemBody, problemResponse } from "@burnbox/domain"
+import { ByteSize, Cause, Effect, Option } from "effect"
+import { HttpIncomingMessage, HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { HttpApiError } from "effect/http-api"
+
+interface Route {
+  readonly method: string
+  readonly pattern: RegExp
+}
+
+const routes: ReadonlyArray<Route> = Object.values(BurnboxApi.groups).flatMap((group) =>
+  Object.values(group.endpoints).map((endpoint) => ({
+    method: endpoint.method,
+    pattern: new RegExp(`^${endpoint.path.replace(/:[A-Za-z]+/g, "[^/]+")}/?$`)
+  }))
+)
+
+/** The methods the API answers on a path, or none when the path is unknown. */
+export const allowedMethods = (path: string): ReadonlyArray<string> =>
+  [...new Set(routes.filter((route) => route.pattern.test(path)).map((route) => route.method))]
+
+const answer = (status: number, code: string, message: string, headers: Record<string, string> = {}) =>
+  problemResponse(status, problemBody({ code, message })).pipe(HttpServerResponse.setHeaders(headers))
+
+const isRouteNotFound = (error: unknown): boolean =>
+  typeof error === "object" && error !== null && "reason" in error &&
+  typeof (error as { reason: unknown }).reason === "object" &&
+  (error as { reason: { _tag?: unknown } }).reason._tag === "RouteNotFound"
+
+const isRequestParseError = (error: unknown): boolean =>
+  typeof error === "object" && error !== null && "reason" in error &&
+  (error as { reason: { _tag?: unknown } }).reason?._tag === "RequestParseError"
+
+const isBodyTooLarge = (cause: Cause.Cause<unknown>): boolean =>
+  Cause.pretty(cause).match(/maxBytes exceeded|BodyTooLarge/) !== null ||
+  cause.reasons.some((r) => Cause.isDieReason(r) && HttpApiError.HttpApiPayloadTooLarge.is(r.defect))
+
+/** The largest request body any endpoint reads. */
+export const MaxRequestBodyBytes = 1024 * 1024
+
+export const ProblemRouting = HttpRouter.middleware((effect) =>
+  Effect.catchCause(Effect.provideService(effect, HttpIncomingMessage.MaxBodySize, ByteSize.bytes(MaxRequestBodyBytes)), (cause) =>
+    Effect.gen(function*() {
+      const request = yield* HttpServerRequest.HttpServerRequest
+      const failure = Option.getOrUndefined(Cause.findErrorOption(cause))
+      if (failure !== undefined && isRouteNotFound(failure)) {
+        const path = new URL(request.url, "http://x").pathname
+        const allowed = allowedMethods(path)
+        if (allowed.length > 0) {
+          return answer(405, "method_not_allowed", `${request.method} is not allowed here; use ${allowed.join(", ")}.`, {
+            allow: allowed.join(", ")
+          })
+        }
+        return answer(404, "not_found", `No resource at ${path}.`)
+      }
+      if (Cause.hasInterruptsOnly(cause)) return yield* Effect.failCause(cause)
+      if (isBodyTooLarge(cause)) {
+        return answer(413, "payload_too_large", `The request body is larger than ${MaxRequestBodyBytes} bytes.`)
+      }
+      if (failure !== undefined && isRequestParseError(failure)) {
+        return problemResponse(422, problemBody({ code: "validation_failed", message: "The request body could not be read.", fields: { body: "unreadable" } }))
+      }
+      yield* Effect.logError("request failed", cause)
+      return answer(500, "internal_error", "Something went wrong on our side; it has been logged.")
+    })
+  ), { global: true })

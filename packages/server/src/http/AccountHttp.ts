@@ -1,0 +1,55 @@
+import { BurnboxApi, CurrentPrincipal, type PushSettings, SessionCookie, storageUsage } from "@burnbox/domain"
+import { type AccountRow, Accounts, BurnboxConfig, Domains, Keyring, Tags, toAccount, toMailDomain, toSessionAccount } from "@burnbox/store"
+import { Effect, Redacted } from "effect"
+import { HttpServerRequest } from "effect/http"
+import { HttpApiBuilder } from "effect/http-api"
+import { currentAccount } from "./CurrentAccount.ts"
+
+/** Browser push is not configured yet: no application server key, no subscriptions. */
+const pushSettings = (account: { readonly pushEnabled: boolean; readonly pushNudgeDismissed: boolean }): PushSettings => ({
+  enabled: account.pushEnabled,
+  nudgeDismissed: account.pushNudgeDismissed,
+  publicKey: null,
+  subscriptions: []
+})
+
+export const AccountHttp = HttpApiBuilder.group(BurnboxApi, "account", Effect.fn(function*(handlers) {
+  const accounts = yield* Accounts
+  const domains = yield* Domains
+  const tags = yield* Tags
+  const keyring = yield* Keyring
+  const config = yield* BurnboxConfig
+
+  const domainList = (account: AccountRow) =>
+    domains.list.pipe(Effect.map((rows) => rows.map((row) => toMailDomain(row, account.entitlements.earlyAccessDomains))))
+
+  return handlers
+    .handle("bootstrap", () =>
+      Effect.gen(function*() {
+        const principal = yield* CurrentPrincipal
+        const account = yield* currentAccount
+        const [domainItems, tagItems] = yield* Effect.all([domainList(account), tags.list(account.id)], { concurrency: 2 })
+        const common = { aliases: [], domains: domainItems, tags: tagItems }
+        if (principal.kind === "bearer") return { user: toAccount(account), ...common }
+        const request = yield* HttpServerRequest.HttpServerRequest
+        const cookie = request.cookies[SessionCookie] ?? ""
+        return {
+          user: toSessionAccount(account),
+          ...common,
+          csrfToken: keyring.csrfToken(Redacted.make(cookie)),
+          mercure: { hubUrl: `${config.siteUrl}/.well-known/mercure`, topic: `${config.siteUrl}/accounts/${account.id}` },
+          push: pushSettings(account)
+        }
+      }))
+    .handle("me", () => Effect.map(currentAccount, toAccount))
+    .handle("storage", () =>
+      Effect.map(currentAccount, (account) => storageUsage(account.storageUsedBytes, account.entitlements.storageQuotaBytes)))
+    .handle("domains", () => Effect.map(Effect.flatMap(currentAccount, domainList), (items) => ({ items })))
+    .handle("density", ({ payload }) =>
+      Effect.gen(function*() {
+        const principal = yield* CurrentPrincipal
+        yield* accounts.setDensity(principal.accountId, payload.density)
+        return { density: payload.density }
+      }))
+    .handle("pushSettings", () => Effect.map(currentAccount, pushSettings))
+}))

@@ -1,0 +1,40 @@
+import { BurnboxApi, Conflict, CurrentPrincipal, Forbidden, NotFound, ValidationFailed } from "@burnbox/domain"
+import { Tokens } from "@burnbox/store"
+import { Effect, Redacted } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
+import { now } from "@burnbox/store/Time"
+import { currentAccount } from "./CurrentAccount.ts"
+
+export const TokensHttp = HttpApiBuilder.group(BurnboxApi, "tokens", Effect.fn(function*(handlers) {
+  const tokens = yield* Tokens
+  return handlers
+    .handle("list", () =>
+      Effect.gen(function*() {
+        const principal = yield* CurrentPrincipal
+        return { items: yield* tokens.list(principal.accountId) }
+      }))
+    .handle("create", ({ payload }) =>
+      Effect.gen(function*() {
+        const account = yield* currentAccount
+        if (!account.entitlements.developerAccess) return yield* Effect.fail(Forbidden.plan("API tokens (developer access)"))
+        const expiresAt = payload.expiresAt === undefined || payload.expiresAt === null ? null : new Date(payload.expiresAt)
+        if (expiresAt !== null && (Number.isNaN(expiresAt.getTime()) || expiresAt <= (yield* now))) {
+          return yield* Effect.fail(ValidationFailed.withFields({ expiresAt: "must_be_future" }))
+        }
+        const created = yield* tokens.create({
+          accountId: account.id,
+          name: payload.name,
+          scopes: payload.scopes,
+          expiresAt,
+          limit: account.entitlements.apiTokenCount
+        }).pipe(Effect.catchTag("TooManyTokens", (e) =>
+          Effect.fail(new Conflict({ code: "token_limit_reached", message: `At most ${e.limit} tokens may be active; revoke one first.` }))))
+        return { token: created.token, secret: Redacted.value(created.secret), secretShownOnce: true as const }
+      }))
+    .handle("revoke", ({ params }) =>
+      Effect.gen(function*() {
+        const principal = yield* CurrentPrincipal
+        const revoked = yield* tokens.revoke(principal.accountId, params.id)
+        if (!revoked) return yield* Effect.fail(NotFound.of("Token"))
+      }))
+}))

@@ -1,0 +1,81 @@
+import { join } from "node:path"
+import { PgClient } from "@effect/sql-pg"
+import { DefaultPlans } from "@burnbox/domain"
+import { Context, Effect, Layer, Option, Redacted } from "effect"
+import pg from "pg"
+import { BurnboxConfig } from "./Config.ts"
+import { runningEmbeddedPostgres, startEmbeddedPostgres, withDatabase } from "./EmbeddedPostgres.ts"
+import { migrate } from "./Migrations.ts"
+
+/** Where the database is: DATABASE_URL, or the embedded cluster under the data dir. */
+export class DatabaseUrl extends Context.Service<DatabaseUrl, Redacted.Redacted<string>>()("burnbox/DatabaseUrl") {
+  static readonly layer = Layer.effect(DatabaseUrl, Effect.gen(function*() {
+    const config = yield* BurnboxConfig
+    if (Option.isSome(config.databaseUrl)) return config.databaseUrl.value
+    const dir = join(config.dataDir, "postgres")
+    const running = runningEmbeddedPostgres(dir)
+    if (running !== undefined) {
+      yield* Effect.logInfo(`using the embedded PostgreSQL already running on 127.0.0.1:${running.port}`)
+      return withDatabase(running.url, "burnbox")
+    }
+    const cluster = yield* startEmbeddedPostgres(dir)
+    yield* ensureDatabase(cluster.url, "burnbox")
+    yield* Effect.logInfo(`embedded PostgreSQL listening on 127.0.0.1:${cluster.port}`)
+    return withDatabase(cluster.url, "burnbox")
+  }))
+}
+
+const ensureDatabase = (url: Redacted.Redacted<string>, name: string) =>
+  withClient(url, async (client) => {
+    const exists = await client.query("SELECT 1 FROM pg_database WHERE datname = $1", [name])
+    if (exists.rowCount === 0) await client.query(`CREATE DATABASE ${client.escapeIdentifier(name)}`)
+  })
+
+export const withClient = <A>(url: Redacted.Redacted<string>, f: (client: pg.Client) => Promise<A>) =>
+  Effect.promise(async () => {
+    const client = new pg.Client({ connectionString: Redacted.value(url) })
+    await client.connect()
+    try {
+      return await f(client)
+    } finally {
+      await client.end()
+    }
+  })
+
+/** Seeds the plan rows with the defaults and the configured receiving domains; both idempotent. */
+export const seed = (url: Redacted.Redacted<string>, domains: ReadonlyArray<{ name: string; tier: string }>) =>
+  withClient(url, async (client) => {
+    for (const [code, entitlements] of Object.entries(DefaultPlans)) {
+      await client.query("INSERT INTO plans (code, entitlements) VALUES ($1, $2) ON CONFLICT (code) DO NOTHING", [code, entitlements])
+    }
+    for (const domain of domains) {
+      await client.query("INSERT INTO domains (name, tier) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING", [domain.name, domain.tier])
+    }
+  })
+
+/** Migrations applied and seed data present: what every role needs before it serves. */
+export class MigratedDatabase extends Context.Service<MigratedDatabase, { readonly applied: ReadonlyArray<string> }>()(
+  "burnbox/MigratedDatabase"
+) {
+  static readonly layer = Layer.effect(MigratedDatabase, Effect.gen(function*() {
+    const url = yield* DatabaseUrl
+    const config = yield* BurnboxConfig
+    const applied = yield* migrate(url)
+    yield* seed(url, config.domains)
+    if (applied.length > 0) yield* Effect.logInfo(`applied migrations: ${applied.join(", ")}`)
+    return { applied }
+  }))
+}
+
+/** The SQL client of a process: one pool, on a migrated database. */
+export const SqlLive = (options: { readonly maxConnections?: number } = {}) =>
+  Layer.unwrap(Effect.gen(function*() {
+    const url = yield* DatabaseUrl
+    yield* MigratedDatabase
+    return PgClient.layer({
+      url,
+      maxConnections: options.maxConnections ?? 20,
+      // 15 MiB mail plus protocol overhead must fit in one message.
+      maxMessageSize: 64 * 1024 * 1024
+    })
+  }))

@@ -1,0 +1,135 @@
+import { type ApiToken, MaxActiveTokens, type Scope, TokenPrefix } from "@burnbox/domain"
+import { Context, Effect, Layer, Redacted } from "effect"
+import { SqlClient } from "effect/sql"
+import { Keyring, randomSecret } from "./Keyring.ts"
+import { now } from "./Time.ts"
+
+export interface TokenGrant {
+  readonly id: number
+  readonly accountId: number
+  readonly scopes: ReadonlyArray<Scope>
+  readonly status: "active" | "suspended" | "revoked"
+  readonly expiresAt: Date | null
+}
+
+export class TooManyTokens {
+  readonly _tag = "TooManyTokens"
+  readonly limit: number
+  constructor(limit: number) {
+    this.limit = limit
+  }
+}
+
+interface Raw {
+  id: number
+  name: string
+  scopes: Array<Scope>
+  prefix: string
+  status: "active" | "suspended" | "revoked"
+  created_at: Date
+  last_used_at: Date | null
+  expires_at: Date | null
+}
+
+const toApiToken = (raw: Raw): ApiToken => ({
+  id: raw.id,
+  name: raw.name,
+  scopes: raw.scopes,
+  prefix: raw.prefix,
+  status: raw.status,
+  createdAt: raw.created_at.toISOString(),
+  lastUsedAt: raw.last_used_at?.toISOString() ?? null,
+  expiresAt: raw.expires_at?.toISOString() ?? null
+})
+
+/** How stale `lastUsedAt` may get: one write per token per minute at most, off the hot path. */
+const LastUsedResolutionMs = 60_000
+
+export class Tokens extends Context.Service<Tokens, {
+  /** Creates a token; the secret is returned once and stored only as a keyed digest. */
+  readonly create: (input: {
+    accountId: number
+    name: string
+    scopes: ReadonlyArray<Scope>
+    expiresAt: Date | null
+    limit: number
+  }) => Effect.Effect<{ token: ApiToken; secret: Redacted.Redacted<string> }, TooManyTokens>
+  readonly list: (accountId: number) => Effect.Effect<ReadonlyArray<ApiToken>>
+  readonly revoke: (accountId: number, id: number) => Effect.Effect<boolean>
+  readonly resolve: (secret: Redacted.Redacted<string>) => Effect.Effect<TokenGrant | undefined>
+  readonly touch: (id: number) => Effect.Effect<void>
+  /** Plan changes: suspend or reinstate every active/suspended token of an account. */
+  readonly setSuspended: (accountId: number, suspended: boolean) => Effect.Effect<void>
+}>()("burnbox/Tokens") {
+  static readonly layer = Layer.effect(Tokens, Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const keyring = yield* Keyring
+    const digest = (secret: string) => keyring.digest("api-token", secret)
+    const touchedAt = new Map<number, number>()
+
+    const create = Effect.fn("Tokens.create")(function*(input: {
+      accountId: number
+      name: string
+      scopes: ReadonlyArray<Scope>
+      expiresAt: Date | null
+      limit: number
+    }) {
+      const secret = TokenPrefix + randomSecret(32)
+      const createdAt = yield* now
+      const limit = Math.min(MaxActiveTokens, input.limit)
+      const inserted = yield* sql.withTransaction(Effect.gen(function*() {
+        // Serialise token creation per account so two requests cannot both take the tenth place.
+        yield* sql`SELECT id FROM accounts WHERE id = ${input.accountId} FOR UPDATE`
+        const [{ active }] = (yield* sql<{ active: number }>`
+          SELECT count(*)::int AS active FROM api_tokens
+          WHERE account_id = ${input.accountId} AND status = 'active' AND (expires_at IS NULL OR expires_at > ${createdAt})`) as [{ active: number }]
+        if (active >= limit) return undefined
+        return (yield* sql<Raw>`
+          INSERT INTO api_tokens (account_id, name, scopes, prefix, digest, created_at, expires_at)
+          VALUES (${input.accountId}, ${input.name}, ARRAY(SELECT jsonb_array_elements_text(${JSON.stringify(input.scopes)}::jsonb)), ${secret.slice(0, 12)}, ${digest(secret)}, ${createdAt}, ${input.expiresAt})
+          RETURNING id, name, scopes, prefix, status, created_at, last_used_at, expires_at`)[0]
+      })).pipe(Effect.orDie)
+      if (inserted === undefined) return yield* Effect.fail(new TooManyTokens(limit))
+      return { token: toApiToken(inserted), secret: Redacted.make(secret) }
+    })
+
+    return Tokens.of({
+      create,
+      list: (accountId) =>
+        sql<Raw>`
+          SELECT id, name, scopes, prefix, status, created_at, last_used_at, expires_at
+          FROM api_tokens WHERE account_id = ${accountId} ORDER BY id`.pipe(Effect.orDie, Effect.map((rows) => rows.map(toApiToken))),
+      revoke: (accountId, id) =>
+        Effect.gen(function*() {
+          const at = yield* now
+          const rows = yield* sql`
+            UPDATE api_tokens SET status = 'revoked', revoked_at = coalesce(revoked_at, ${at})
+            WHERE account_id = ${accountId} AND id = ${id} RETURNING id`.pipe(Effect.orDie)
+          return rows.length > 0
+        }),
+      resolve: (secret) =>
+        sql<{ id: number; account_id: number; scopes: Array<Scope>; status: TokenGrant["status"]; expires_at: Date | null }>`
+          SELECT id, account_id, scopes, status, expires_at FROM api_tokens WHERE digest = ${digest(Redacted.value(secret))}`
+          .pipe(
+            Effect.orDie,
+            Effect.map((rows) => {
+              const row = rows[0]
+              return row && { id: row.id, accountId: row.account_id, scopes: row.scopes, status: row.status, expiresAt: row.expires_at }
+            })
+          ),
+      touch: (id) =>
+        Effect.gen(function*() {
+          const at = yield* now
+          const last = touchedAt.get(id)
+          if (last !== undefined && at.getTime() - last < LastUsedResolutionMs) return
+          touchedAt.set(id, at.getTime())
+          yield* sql`UPDATE api_tokens SET last_used_at = ${at} WHERE id = ${id}`.pipe(Effect.orDie)
+        }),
+      setSuspended: (accountId, suspended) =>
+        (suspended
+          ? sql`UPDATE api_tokens SET status = 'suspended' WHERE account_id = ${accountId} AND status = 'active'`
+          : sql`UPDATE api_tokens SET status = 'active' WHERE account_id = ${accountId} AND status = 'suspended'`
+        ).pipe(Effect.orDie, Effect.asVoid)
+    })
+  }))
+}
