@@ -123,7 +123,7 @@ export const AuthenticationLive = Layer.effect(Authentication, Effect.gen(functi
   return Authentication.of((httpEffect, { endpoint, group }) =>
     Effect.gen(function*() {
       const access = Context.getOrUndefined(endpoint.annotations, Access) ?? Context.getOrUndefined(group.annotations, Access)
-      if (access === undefined) return yield* Effect.die(new Error(`endpoint ${endpoint.name} has no Access annotation`))
+      if (access === undefined) return yield* Effect.die(new Error(`endpoint ${endpoint.identifier} has no Access annotation`))
       const request = yield* HttpServerRequest.HttpServerRequest
       const authorization = request.headers["authorization"]
       const principal = authorization !== undefined

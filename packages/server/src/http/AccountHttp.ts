@@ -27,7 +27,7 @@ export const AccountHttp = HttpApiBuilder.group(BurnboxApi, "account", Effect.fn
     .handle("bootstrap", () =>
       Effect.gen(function*() {
         const principal = yield* CurrentPrincipal
-        const account = yield* currentAccount
+        const account = yield* currentAccount(accounts)
         const [domainItems, tagItems] = yield* Effect.all([domainList(account), tags.list(account.id)], { concurrency: 2 })
         const common = { aliases: [], domains: domainItems, tags: tagItems }
         if (principal.kind === "bearer") return { user: toAccount(account), ...common }
@@ -41,15 +41,15 @@ export const AccountHttp = HttpApiBuilder.group(BurnboxApi, "account", Effect.fn
           push: pushSettings(account)
         }
       }))
-    .handle("me", () => Effect.map(currentAccount, toAccount))
+    .handle("me", () => Effect.map(currentAccount(accounts), toAccount))
     .handle("storage", () =>
-      Effect.map(currentAccount, (account) => storageUsage(account.storageUsedBytes, account.entitlements.storageQuotaBytes)))
-    .handle("domains", () => Effect.map(Effect.flatMap(currentAccount, domainList), (items) => ({ items })))
+      Effect.map(currentAccount(accounts), (account) => storageUsage(account.storageUsedBytes, account.entitlements.storageQuotaBytes)))
+    .handle("domains", () => Effect.map(Effect.flatMap(currentAccount(accounts), domainList), (items) => ({ items })))
     .handle("density", ({ payload }) =>
       Effect.gen(function*() {
         const principal = yield* CurrentPrincipal
         yield* accounts.setDensity(principal.accountId, payload.density)
         return { density: payload.density }
       }))
-    .handle("pushSettings", () => Effect.map(currentAccount, pushSettings))
+    .handle("pushSettings", () => Effect.map(currentAccount(accounts), pushSettings))
 }))

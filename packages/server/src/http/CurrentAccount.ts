@@ -1,12 +1,12 @@
 import { CurrentPrincipal } from "@burnbox/domain"
-import { Accounts } from "@burnbox/store"
+import type { Accounts } from "@burnbox/store"
 import { Effect } from "effect"
 
-/** The caller's account row; an account deleted under a live credential is a 401 by then. */
-export const currentAccount = Effect.gen(function*() {
-  const principal = yield* CurrentPrincipal
-  const accounts = yield* Accounts
-  const account = yield* accounts.get(principal.accountId)
-  if (account === undefined) return yield* Effect.die(new Error("account of a live credential is gone"))
-  return account
-})
+/** The caller's account row, read through the repository the handler group holds. */
+export const currentAccount = (accounts: Accounts["Service"]) =>
+  Effect.gen(function*() {
+    const principal = yield* CurrentPrincipal
+    const account = yield* accounts.get(principal.accountId)
+    if (account === undefined) return yield* Effect.die(new Error("account of a live credential is gone"))
+    return account
+  })

@@ -1,5 +1,5 @@
 import { BurnboxApi, Conflict, CurrentPrincipal, Forbidden, NotFound, ValidationFailed } from "@burnbox/domain"
-import { Tokens } from "@burnbox/store"
+import { Accounts, Tokens } from "@burnbox/store"
 import { Effect, Redacted } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { now } from "@burnbox/store/Time"
@@ -7,6 +7,7 @@ import { currentAccount } from "./CurrentAccount.ts"
 
 export const TokensHttp = HttpApiBuilder.group(BurnboxApi, "tokens", Effect.fn(function*(handlers) {
   const tokens = yield* Tokens
+  const accounts = yield* Accounts
   return handlers
     .handle("list", () =>
       Effect.gen(function*() {
@@ -15,7 +16,7 @@ export const TokensHttp = HttpApiBuilder.group(BurnboxApi, "tokens", Effect.fn(f
       }))
     .handle("create", ({ payload }) =>
       Effect.gen(function*() {
-        const account = yield* currentAccount
+        const account = yield* currentAccount(accounts)
         if (!account.entitlements.developerAccess) return yield* Effect.fail(Forbidden.plan("API tokens (developer access)"))
         const expiresAt = payload.expiresAt === undefined || payload.expiresAt === null ? null : new Date(payload.expiresAt)
         if (expiresAt !== null && (Number.isNaN(expiresAt.getTime()) || expiresAt <= (yield* now))) {

@@ -1,0 +1,172 @@
+/**
+ * The in-process harness: the real HTTP API on a real socket, on a fresh database cloned
+ * from the migrated template, with an injected clock and helpers to make accounts,
+ * sessions and tokens. One harness per test file.
+ */
+import { execFile } from "node:child_process"
+import { randomBytes } from "node:crypto"
+import { createServer } from "node:http"
+import { fileURLToPath } from "node:url"
+import { NodeHttpServer } from "@effect/platform-node"
+import { PgClient } from "@effect/sql-pg"
+import { HttpRoutes } from "@burnbox/server"
+import { BurnboxConfig, type BurnboxSettings, withClient, withDatabase } from "@burnbox/store"
+import { Clock, Context, Effect, Exit, Layer, Option, Redacted, Scope } from "effect"
+import { HttpRouter, HttpServer } from "effect/http"
+import pg from "pg"
+import { inject } from "vitest"
+import { makeManualClock, type ManualClock } from "./ManualClock.ts"
+
+export interface Session {
+  readonly cookie: string
+  readonly csrf: string
+  readonly accountId: number
+  readonly email: string
+}
+
+export interface RequestOptions {
+  readonly method?: string
+  readonly body?: unknown
+  readonly rawBody?: string | Uint8Array
+  readonly token?: string
+  readonly session?: Session
+  /** Send the session without its CSRF header. */
+  readonly withoutCsrf?: boolean
+  readonly headers?: Record<string, string>
+}
+
+export interface Answer<A = any> {
+  readonly status: number
+  readonly headers: Headers
+  readonly body: A
+  readonly text: string
+}
+
+export interface Harness {
+  readonly baseUrl: string
+  readonly databaseUrl: string
+  readonly clock: ManualClock
+  readonly request: <A = any>(path: string, options?: RequestOptions) => Promise<Answer<A>>
+  readonly signup: (options?: { email?: string; plan?: "free" | "premium" | "pro" }) => Promise<Session>
+  readonly createToken: (session: Session, scopes: ReadonlyArray<string>, name?: string) => Promise<string>
+  readonly setPlan: (accountId: number, plan: "free" | "premium" | "pro") => Promise<void>
+  readonly query: <R extends pg.QueryResultRow = any>(text: string, params?: ReadonlyArray<unknown>) => Promise<Array<R>>
+  readonly cli: (args: ReadonlyArray<string>) => Promise<{ code: number; stdout: string; stderr: string; json: any }>
+  readonly close: () => Promise<void>
+}
+
+const cliMain = fileURLToPath(new URL("../../cli/src/main.ts", import.meta.url))
+
+let counter = 0
+const uniqueEmail = () => `user${++counter}.${randomBytes(3).toString("hex")}@example.com`
+
+export const TestSecret = "burnbox-test-secret-not-for-production"
+
+export const startHarness = async (settings: Partial<BurnboxSettings> = {}): Promise<Harness> => {
+  const cluster = Redacted.make(inject("clusterUrl"))
+  const database = `t_${randomBytes(6).toString("hex")}`
+  await Effect.runPromise(withClient(cluster, (client) => client.query(`CREATE DATABASE ${database} TEMPLATE burnbox_template`)))
+  const url = withDatabase(cluster, database)
+  const clock = makeManualClock()
+  const config = BurnboxConfig.make({
+    secret: Redacted.make(TestSecret),
+    databaseUrl: Option.some(url),
+    siteUrl: "http://127.0.0.1",
+    ...settings
+  })
+
+  const app = HttpRouter.serve(HttpRoutes, { disableLogger: true, disableListenLog: true }).pipe(
+    Layer.provideMerge(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" })),
+    Layer.provide(PgClient.layer({ url, maxConnections: 5 })),
+    Layer.provide(Layer.succeed(BurnboxConfig, config)),
+    Layer.provide(Layer.succeed(Clock.Clock, clock))
+  )
+  const scope = Scope.makeUnsafe()
+  const context = await Effect.runPromise(Layer.buildWithScope(app, scope))
+  const address = Context.get(context, HttpServer.HttpServer).address
+  if (!("port" in address)) throw new Error("expected a TCP address")
+  const origin = `http://127.0.0.1:${address.port}`
+  const baseUrl = `${origin}/api/v1`
+  const pool = new pg.Pool({ connectionString: Redacted.value(url), max: 2 })
+
+  const request = async <A>(path: string, options: RequestOptions = {}): Promise<Answer<A>> => {
+    const headers: Record<string, string> = { ...options.headers }
+    let body: string | Uint8Array | undefined
+    if (options.rawBody !== undefined) body = options.rawBody
+    else if (options.body !== undefined) {
+      body = JSON.stringify(options.body)
+      headers["content-type"] ??= "application/json"
+    }
+    if (options.token !== undefined) headers["authorization"] = `Bearer ${options.token}`
+    if (options.session !== undefined) {
+      headers["cookie"] = `service_session=${options.session.cookie}`
+      if (!options.withoutCsrf) headers["x-csrf-token"] = options.session.csrf
+    }
+    const response = await fetch(path.startsWith("http") ? path : `${path.startsWith("/api") || path.startsWith("/docs") || path.startsWith("/.well-known") ? origin : baseUrl}${path}`, {
+      method: options.method ?? "GET",
+      headers,
+      ...(body === undefined ? {} : { body })
+    })
+    const text = await response.text()
+    let parsed: unknown = undefined
+    try {
+      parsed = text === "" ? undefined : JSON.parse(text)
+    } catch {
+      parsed = undefined
+    }
+    return { status: response.status, headers: response.headers, body: parsed as A, text }
+  }
+
+  const setPlan = async (accountId: number, plan: string) => {
+    await pool.query("UPDATE accounts SET plan = $1 WHERE id = $2", [plan, accountId])
+  }
+
+  const signup = async (options: { email?: string; plan?: "free" | "premium" | "pro" } = {}): Promise<Session> => {
+    const email = options.email ?? uniqueEmail()
+    const answer = await request<{ id: number }>("/auth/signup", { method: "POST", body: { email, password: "correct horse battery" } })
+    if (answer.status !== 201) throw new Error(`signup failed: ${answer.status} ${answer.text}`)
+    const cookie = /service_session=([^;]+)/.exec(answer.headers.get("set-cookie") ?? "")?.[1]
+    if (cookie === undefined) throw new Error("signup set no session cookie")
+    const bootstrap = await request<{ csrfToken: string }>("/bootstrap", { headers: { cookie: `service_session=${cookie}` } })
+    if (options.plan !== undefined) await setPlan(answer.body.id, options.plan)
+    return { cookie, csrf: bootstrap.body.csrfToken, accountId: answer.body.id, email }
+  }
+
+  const createToken = async (session: Session, scopes: ReadonlyArray<string>, name = "test token") => {
+    const answer = await request<{ secret: string }>("/tokens", { method: "POST", session, body: { name, scopes } })
+    if (answer.status !== 201) throw new Error(`token creation failed: ${answer.status} ${answer.text}`)
+    return answer.body.secret
+  }
+
+  const cli = (args: ReadonlyArray<string>) =>
+    new Promise<{ code: number; stdout: string; stderr: string; json: any }>((resolve) => {
+      execFile(process.execPath, [cliMain, ...args], {
+        env: { ...process.env, DATABASE_URL: Redacted.value(url), BURNBOX_SECRET: TestSecret },
+        timeout: 60_000
+      }, (error, stdout, stderr) => {
+        let json: unknown = undefined
+        try {
+          json = JSON.parse(stdout)
+        } catch {
+          json = undefined
+        }
+        resolve({ code: error ? (typeof error.code === "number" ? error.code : 1) : 0, stdout, stderr, json })
+      })
+    })
+
+  return {
+    baseUrl,
+    databaseUrl: Redacted.value(url),
+    clock,
+    request,
+    signup,
+    createToken,
+    setPlan,
+    query: async (text, params) => (await pool.query(text, params as Array<unknown>)).rows,
+    cli,
+    close: async () => {
+      await pool.end()
+      await Effect.runPromise(Scope.close(scope, Exit.void))
+    }
+  }
+}

@@ -1,0 +1,3 @@
+export * from "./Harness.ts"
+export * from "./ManualClock.ts"
+export * from "./Shapes.ts"
