@@ -1,0 +1,120 @@
+import { Account, BearerBootstrap, MailDomain, PushSettings, StorageUsage } from "@burnbox/domain"
+import { expectProblem, expectShape, type Harness, startHarness } from "@burnbox/testkit"
+import { Schema } from "effect"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+
+let h: Harness
+beforeAll(async () => {
+  h = await startHarness()
+})
+afterAll(() => h.close())
+
+describe("GET /me", () => {
+  it("answers the Account with the resolved plan, over a bearer token", async () => {
+    const session = await h.signup({ plan: "pro" })
+    const token = await h.createToken(session, ["read"])
+    const answer = await h.request("/me", { token })
+    const account = expectShape(Account, answer.body)
+    expect(account).toMatchObject({ id: session.accountId, email: session.email, storageUsedBytes: 0, storageQuotaBytes: 10 * 1024 ** 3, mailboxDensity: "default" })
+    expect(account.plan).toMatchObject({ code: "pro", activeAliasCap: 200, developerAccess: true, candidateShufflesUnlimited: true })
+  })
+})
+
+describe("GET /bootstrap", () => {
+  it("in bearer form holds exactly user, aliases, domains and tags", async () => {
+    const session = await h.signup({ plan: "pro" })
+    const token = await h.createToken(session, ["read"])
+    const answer = await h.request("/bootstrap", { token })
+    expect(Object.keys(answer.body).sort()).toEqual(["aliases", "domains", "tags", "user"])
+    const bootstrap = expectShape(BearerBootstrap, answer.body)
+    expect(Object.keys(bootstrap.user)).not.toContain("isAdmin")
+    expect(Object.keys(bootstrap.user)).not.toContain("handle")
+  })
+})
+
+describe("GET /storage", () => {
+  it("reports used, quota, remaining and a ratio", async () => {
+    const session = await h.signup()
+    await h.query("UPDATE accounts SET storage_used_bytes = $1 WHERE id = $2", [13_107_200, session.accountId])
+    const usage = expectShape(StorageUsage, (await h.request("/storage", { session })).body)
+    expect(usage).toEqual({ usedBytes: 13_107_200, quotaBytes: 52_428_800, remainingBytes: 39_321_600, usageRatio: 0.25 })
+  })
+
+  it("caps the ratio at 1 when over quota, and a zero quota reports 1", async () => {
+    const session = await h.signup()
+    await h.query("UPDATE accounts SET storage_used_bytes = $1 WHERE id = $2", [60 * 1024 * 1024, session.accountId])
+    expect((await h.request("/storage", { session })).body).toMatchObject({ usageRatio: 1, remainingBytes: 0 })
+    await h.query(`UPDATE accounts SET storage_used_bytes = 0, overrides = '{"storageQuotaBytes": 0}' WHERE id = $1`, [session.accountId])
+    expect((await h.request("/storage", { session })).body).toEqual({ usedBytes: 0, quotaBytes: 0, remainingBytes: 0, usageRatio: 1 })
+  })
+})
+
+describe("GET /domains", () => {
+  it("marks premium_only domains claimable only with earlyAccessDomains, else upgradeRequired", async () => {
+    const Domains = Schema.Struct({ items: Schema.Array(MailDomain) })
+    const free = expectShape(Domains, (await h.request("/domains", { session: await h.signup() })).body)
+    const premium = expectShape(Domains, (await h.request("/domains", { session: await h.signup({ plan: "premium" }) })).body)
+    const vip = (items: typeof free.items) => items.find((d) => d.name === "vip.test")
+    expect(vip(free.items)).toMatchObject({ tier: "premium_only", state: "active", claimable: false, upgradeRequired: true })
+    expect(vip(premium.items)).toMatchObject({ claimable: true, upgradeRequired: false })
+  })
+
+  it("a retired domain is neither claimable nor upgradeable", async () => {
+    await h.query("INSERT INTO domains (name, state) VALUES ('old.test', 'retired')")
+    const items = (await h.request("/domains", { session: await h.signup({ plan: "pro" }) })).body.items
+    expect(items.find((d: { name: string }) => d.name === "old.test")).toMatchObject({ state: "retired", claimable: false, upgradeRequired: false })
+  })
+})
+
+describe("PUT /mailbox/density", () => {
+  it("stores the density and /me reflects it", async () => {
+    const session = await h.signup()
+    const answer = await h.request("/mailbox/density", { method: "PUT", session, body: { density: "comfortable" } })
+    expect(answer.status).toBe(200)
+    expect(answer.body).toEqual({ density: "comfortable" })
+    expect((await h.request("/me", { session })).body.mailboxDensity).toBe("comfortable")
+  })
+
+  it("refuses an unknown density and a missing one with 422 naming density", async () => {
+    const session = await h.signup()
+    for (const body of [{ density: "huge" }, {}]) {
+      const answer = await h.request("/mailbox/density", { method: "PUT", session, body })
+      expectProblem(answer, 422, "validation_failed")
+      expect(Object.keys(answer.body.error.fields)).toEqual(["density"])
+    }
+  })
+})
+
+describe("GET /push/settings", () => {
+  it("answers push as not configured: disabled, no key, no subscriptions", async () => {
+    const settings = expectShape(PushSettings, (await h.request("/push/settings", { session: await h.signup() })).body)
+    expect(settings).toEqual({ enabled: false, nudgeDismissed: false, publicKey: null, subscriptions: [] })
+  })
+})
+
+describe("unknown routes and methods", () => {
+  it("an unknown path under /api/v1 is 404 in the Problem shape", async () => {
+    expectProblem(await h.request("/no-such-thing"), 404, "not_found")
+    expectProblem(await h.request("/tags/1/children", { method: "POST" }), 404, "not_found")
+  })
+
+  it("a known path with the wrong method is 405 with Allow", async () => {
+    const answer = await h.request("/me", { method: "DELETE" })
+    expectProblem(answer, 405, "method_not_allowed")
+    expect(answer.headers.get("allow")).toBe("GET")
+    expect((await h.request("/tags/3", { method: "GET" })).headers.get("allow")).toBe("PATCH, DELETE")
+  })
+})
+
+describe("OpenAPI and docs", () => {
+  it("serves an OpenAPI 3.1 document of the contract and the interactive docs", async () => {
+    const spec = await h.request("/api/v1/openapi.json")
+    expect(spec.status).toBe(200)
+    expect(spec.body.openapi).toBe("3.1.0")
+    expect(Object.keys(spec.body.paths)).toEqual(expect.arrayContaining(["/api/v1/me", "/api/v1/tokens", "/api/v1/tags/{id}", "/api/v1/auth/signup"]))
+    expect(JSON.stringify(spec.body.components.schemas)).toContain("Problem")
+    const docs = await h.request("/docs")
+    expect(docs.status).toBe(200)
+    expect(docs.text).toContain("openapi")
+  })
+})
