@@ -1,0 +1,2 @@
+export * from "./candidates.ts"
+export { aliasWords, parseWordList } from "./words.ts"

@@ -1,0 +1,2 @@
+export * from "./address-policy.ts"
+export * from "./webhook-url.ts"
