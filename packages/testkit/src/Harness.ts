@@ -62,12 +62,21 @@ const uniqueEmail = () => `user${++counter}.${randomBytes(3).toString("hex")}@ex
 
 export const TestSecret = "burnbox-test-secret-not-for-production"
 
-export const startHarness = async (settings: Partial<BurnboxSettings> = {}): Promise<Harness> => {
+/**
+ * Starts a harness on a fresh database, or, with `shareWith`, a second API process on the
+ * database of another harness (as several `burnbox serve` processes share one PostgreSQL).
+ */
+export const startHarness = async (settings: Partial<BurnboxSettings> = {}, shareWith?: Harness): Promise<Harness> => {
   const cluster = Redacted.make(inject("clusterUrl"))
-  const database = `t_${randomBytes(6).toString("hex")}`
-  await Effect.runPromise(withClient(cluster, (client) => client.query(`CREATE DATABASE ${database} TEMPLATE burnbox_template`)))
-  const url = withDatabase(cluster, database)
-  const clock = makeManualClock()
+  let url: Redacted.Redacted<string>
+  if (shareWith !== undefined) {
+    url = Redacted.make(shareWith.databaseUrl)
+  } else {
+    const database = `t_${randomBytes(6).toString("hex")}`
+    await Effect.runPromise(withClient(cluster, (client) => client.query(`CREATE DATABASE ${database} TEMPLATE burnbox_template`)))
+    url = withDatabase(cluster, database)
+  }
+  const clock = shareWith?.clock ?? makeManualClock()
   const config = BurnboxConfig.make({
     secret: Redacted.make(TestSecret),
     databaseUrl: Option.some(url),
