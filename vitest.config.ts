@@ -4,6 +4,7 @@ import { defineConfig } from "vitest/config"
 // everything that runs against the embedded PostgreSQL started once by the global setup.
 export default defineConfig({
   test: {
+    reporters: ["default", "./packages/testkit/src/SummaryReporter.ts"],
     testTimeout: 30_000,
     hookTimeout: 120_000,
     projects: [

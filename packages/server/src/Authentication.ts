@@ -12,7 +12,7 @@ import {
   TokenPrefix,
   Unauthorized
 } from "@burnbox/domain"
-import { Accounts, Keyring, RateLimiter, Sessions, Tokens } from "@burnbox/store"
+import { Keyring, RateLimiter, Sessions, Tokens } from "@burnbox/store"
 import { type Decision } from "@burnbox/store/RateLimiter"
 import { Context, Effect, Layer, Option, Redacted } from "effect"
 import { HttpEffect, HttpServerRequest, HttpServerResponse } from "effect/http"
@@ -55,7 +55,6 @@ export const clientAddress = (request: HttpServerRequest.HttpServerRequest): str
 export const AuthenticationLive = Layer.effect(Authentication, Effect.gen(function*() {
   const sessions = yield* Sessions
   const tokens = yield* Tokens
-  const accounts = yield* Accounts
   const keyring = yield* Keyring
   const limiter = yield* RateLimiter
 
@@ -80,11 +79,9 @@ export const AuthenticationLive = Layer.effect(Authentication, Effect.gen(functi
       yield* limit(`anon:${clientAddress(request)}`, AnonymousWindows)
       return yield* refuse(Unauthorized.invalidToken(), `${realm}, error="invalid_token"`)
     }
-    const account = yield* accounts.get(grant.accountId)
-    if (account === undefined) return yield* refuse(Unauthorized.invalidToken(), `${realm}, error="invalid_token"`)
     yield* limit(`token:${grant.id}`, [
-      { limit: account.entitlements.requestsPerMinute, seconds: 60 },
-      { limit: account.entitlements.requestsPerDay, seconds: 86_400 }
+      { limit: grant.requestsPerMinute, seconds: 60 },
+      { limit: grant.requestsPerDay, seconds: 86_400 }
     ])
     if (grant.status === "suspended") return yield* Effect.fail(Forbidden.tokenSuspended())
     if (required === "session") return yield* Effect.fail(Forbidden.sessionRequired())

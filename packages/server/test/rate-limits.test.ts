@@ -78,6 +78,17 @@ describe("per-token request limits", () => {
     }
   })
 
+  it("takes large limits from the shared counter in blocks, and reports exact remaining counts", async () => {
+    h.clock.set(Date.parse("2026-11-24T09:00:00.000Z"))
+    const { token } = await limited({ requestsPerMinute: 500 })
+    let last: Headers | undefined
+    for (let i = 0; i < 12; i++) last = (await h.request("/me", { token })).headers
+    expect(last!.get("ratelimit-remaining")).toBe("488")
+    const rows = await h.query("SELECT key, count FROM rate_windows WHERE key LIKE 'token:%:60' AND window_start = $1", [new Date("2026-11-24T09:00:00.000Z")])
+    // Blocks of 1% of the limit: three blocks of 5 cover twelve requests.
+    expect(rows.map((r) => r.count)).toEqual([15])
+  })
+
   it("keeps each token's windows apart", async () => {
     const { session, token } = await limited({ requestsPerMinute: 1 })
     const second = await h.createToken(session, ["read"])
@@ -101,12 +112,14 @@ describe("per-token request limits", () => {
     }
   })
 
-  it("an operator override raises the limit for the next request", async () => {
+  it("an operator override raises the limit within the token cache time", async () => {
     const { session, token } = await limited({ requestsPerMinute: 1 })
     expect((await h.request("/me", { token })).status).toBe(200)
     expect((await h.request("/me", { token })).status).toBe(429)
     const result = await h.cli(["admin", "account", "override", "--email", session.email, "--set", "requestsPerMinute=1000"])
     expect(result.code).toBe(0)
+    // Another process changed the limits: they apply once the server's token cache lapses.
+    h.clock.advance("3 seconds")
     expect((await h.request("/me", { token })).status).toBe(200)
   })
 })

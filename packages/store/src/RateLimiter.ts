@@ -24,7 +24,7 @@ export interface Decision {
   readonly retryAfter: number
 }
 
-const windowStart = (at: Date, seconds: number) => new Date(Math.floor(at.getTime() / (seconds * 1000)) * seconds * 1000)
+const windowStart = (at: number, seconds: number) => Math.floor(at / (seconds * 1000)) * seconds * 1000
 
 /** Picks the window the client should see from the counted states. */
 export const decide = (states: ReadonlyArray<WindowState>): Decision => {
@@ -38,7 +38,28 @@ export const decide = (states: ReadonlyArray<WindowState>): Decision => {
 }
 
 /**
- * Fixed-window counters in PostgreSQL, so every process of a deployment shares them.
+ * How many requests one process takes from the shared counter at a time. Small limits are
+ * counted one by one (exact across processes); large ones in blocks of up to 1% of the limit,
+ * so a busy token costs one database write per block instead of one per request. A block a
+ * process does not use before the window ends is lost, which can refuse at most that many
+ * requests early elsewhere.
+ */
+export const leaseSize = (limit: number): number => Math.max(1, Math.min(256, Math.floor(limit / 100)))
+
+interface Lease {
+  start: number
+  /** The limit this lease was counted against: a changed limit is re-checked with the database. */
+  limit: number
+  /** The shared count right after this process's last lease, capped at the limit. */
+  shared: number
+  /** Requests this process leased and has not used yet. */
+  unused: number
+  /** The shared count reached the limit: refuse locally until the window ends. */
+  exhausted: boolean
+}
+
+/**
+ * Fixed-window counters in PostgreSQL, shared by every process of a deployment.
  * `hit` counts a request in each window and says whether all windows still allow it;
  * `peek` reads without counting (login throttling counts only failures).
  */
@@ -49,38 +70,74 @@ export class RateLimiter extends Context.Service<RateLimiter, {
 }>()("burnbox/RateLimiter") {
   static readonly layer = Layer.effect(RateLimiter, Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
+    const leases = new Map<string, Lease>()
 
-    const run = (key: string, windows: ReadonlyArray<Window>, count: boolean) =>
+    const take = (key: string, start: number, amount: number) =>
+      sql<{ count: number }>`
+        INSERT INTO rate_windows (key, window_start, count) VALUES (${key}, ${new Date(start)}, ${amount})
+        ON CONFLICT (key, window_start) DO UPDATE SET count = rate_windows.count + ${amount}
+        RETURNING count`.pipe(Effect.orDie, Effect.map((rows) => rows[0]!.count))
+
+    const countOne = Effect.fnUntraced(function*(key: string, window: Window, at: number) {
+      const id = `${key}:${window.seconds}`
+      const start = windowStart(at, window.seconds)
+      let lease = leases.get(id)
+      if (lease === undefined || lease.start !== start) {
+        lease = { start, limit: window.limit, shared: 0, unused: 0, exhausted: false }
+        leases.set(id, lease)
+      }
+      if (lease.limit !== window.limit) {
+        lease.limit = window.limit
+        lease.exhausted = false
+      }
+      const resetIn = Math.ceil((start + window.seconds * 1000 - at) / 1000)
+      if (lease.unused === 0 && !lease.exhausted) {
+        const amount = leaseSize(window.limit)
+        const after = yield* take(id, start, amount)
+        const granted = Math.max(0, Math.min(amount, window.limit - (after - amount)))
+        lease.shared = Math.min(after, window.limit)
+        lease.unused += granted
+        lease.exhausted = granted === 0
+      }
+      if (lease.unused > 0) {
+        lease.unused--
+        return { limit: window.limit, seconds: window.seconds, count: lease.shared - lease.unused, resetIn }
+      }
+      return { limit: window.limit, seconds: window.seconds, count: window.limit + 1, resetIn }
+    })
+
+    const hit = (key: string, windows: ReadonlyArray<Window>) =>
       Effect.gen(function*() {
-        const at = yield* now
-        const keys = windows.map((w) => `${key}:${w.seconds}`)
+        const at = (yield* now).getTime()
+        const states: Array<WindowState> = []
+        for (const window of windows) states.push(yield* countOne(key, window, at))
+        return decide(states)
+      })
+
+    const peek = (key: string, windows: ReadonlyArray<Window>) =>
+      Effect.gen(function*() {
+        const at = (yield* now).getTime()
         const starts = windows.map((w) => windowStart(at, w.seconds))
-        const items = JSON.stringify(keys.map((k, i) => ({ k, s: starts[i]!.toISOString() })))
-        const rows = count
-          ? yield* sql<{ key: string; count: number }>`
-              INSERT INTO rate_windows (key, window_start, count)
-              SELECT k, s, 1 FROM jsonb_to_recordset(${items}::jsonb) AS x(k text, s timestamptz)
-              ON CONFLICT (key, window_start) DO UPDATE SET count = rate_windows.count + 1
-              RETURNING key, count`.pipe(Effect.orDie)
-          : yield* sql<{ key: string; count: number }>`
-              SELECT key, count FROM rate_windows
-              WHERE (key, window_start) IN (SELECT k, s FROM jsonb_to_recordset(${items}::jsonb) AS x(k text, s timestamptz))`
-              .pipe(Effect.orDie)
+        const rows = yield* sql<{ key: string; count: number }>`
+          SELECT key, count FROM rate_windows
+          WHERE (key, window_start) IN (SELECT k, s FROM jsonb_to_recordset(${JSON.stringify(windows.map((w, i) => ({ k: `${key}:${w.seconds}`, s: new Date(starts[i]!).toISOString() })))}::jsonb) AS x(k text, s timestamptz))`
+          .pipe(Effect.orDie)
         const counts = new Map(rows.map((r) => [r.key, r.count]))
+        // A peek reports the count the next request would have.
         return decide(windows.map((w, i) => ({
           limit: w.limit,
           seconds: w.seconds,
-          // A peek reports the count the next request would have.
-          count: (counts.get(keys[i]!) ?? 0) + (count ? 0 : 1),
-          resetIn: Math.ceil((starts[i]!.getTime() + w.seconds * 1000 - at.getTime()) / 1000)
+          count: (counts.get(`${key}:${w.seconds}`) ?? 0) + 1,
+          resetIn: Math.ceil((starts[i]! + w.seconds * 1000 - at) / 1000)
         })))
       })
 
     return RateLimiter.of({
-      hit: (key, windows) => run(key, windows, true),
-      peek: (key, windows) => run(key, windows, false),
+      hit,
+      peek,
       sweep: Effect.gen(function*() {
         const at = yield* now
+        for (const [id, lease] of leases) if (lease.start < at.getTime() - 2 * 86_400_000) leases.delete(id)
         const rows = yield* sql`DELETE FROM rate_windows WHERE window_start < ${new Date(at.getTime() - 2 * 86_400_000)} RETURNING 1`
           .pipe(Effect.orDie)
         return rows.length

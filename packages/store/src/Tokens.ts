@@ -1,4 +1,4 @@
-import { type ApiToken, MaxActiveTokens, type Scope, TokenPrefix } from "@burnbox/domain"
+import { type ApiToken, MaxActiveTokens, type PlanEntitlements, type PlanOverrides, resolveEntitlements, type Scope, TokenPrefix } from "@burnbox/domain"
 import { Context, Effect, Layer, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import { Keyring, randomSecret } from "./Keyring.ts"
@@ -10,7 +10,17 @@ export interface TokenGrant {
   readonly scopes: ReadonlyArray<Scope>
   readonly status: "active" | "suspended" | "revoked"
   readonly expiresAt: Date | null
+  /** The owner's per-token request limits, resolved from plan and overrides. */
+  readonly requestsPerMinute: number
+  readonly requestsPerDay: number
 }
+
+/**
+ * How long a process trusts a resolved token before reading it again. Changes made through
+ * this process (revocation) apply at once; changes made by another process (an operator's
+ * plan change, a revocation on another API node) reach it within this time.
+ */
+export const TokenCacheMs = 2_000
 
 export class TooManyTokens {
   readonly _tag = "TooManyTokens"
@@ -66,6 +76,10 @@ export class Tokens extends Context.Service<Tokens, {
     const keyring = yield* Keyring
     const digest = (secret: string) => keyring.digest("api-token", secret)
     const touchedAt = new Map<number, number>()
+    const cache = new Map<string, { grant: TokenGrant | undefined; until: number }>()
+    const forgetAccount = (accountId: number) => {
+      for (const [key, entry] of cache) if (entry.grant?.accountId === accountId) cache.delete(key)
+    }
 
     const create = Effect.fn("Tokens.create")(function*(input: {
       accountId: number
@@ -101,6 +115,7 @@ export class Tokens extends Context.Service<Tokens, {
           FROM api_tokens WHERE account_id = ${accountId} ORDER BY id`.pipe(Effect.orDie, Effect.map((rows) => rows.map(toApiToken))),
       revoke: (accountId, id) =>
         Effect.gen(function*() {
+          forgetAccount(accountId)
           const at = yield* now
           const rows = yield* sql`
             UPDATE api_tokens SET status = 'revoked', revoked_at = coalesce(revoked_at, ${at})
@@ -108,15 +123,39 @@ export class Tokens extends Context.Service<Tokens, {
           return rows.length > 0
         }),
       resolve: (secret) =>
-        sql<{ id: number; account_id: number; scopes: Array<Scope>; status: TokenGrant["status"]; expires_at: Date | null }>`
-          SELECT id, account_id, scopes, status, expires_at FROM api_tokens WHERE digest = ${digest(Redacted.value(secret))}`
-          .pipe(
-            Effect.orDie,
-            Effect.map((rows) => {
-              const row = rows[0]
-              return row && { id: row.id, accountId: row.account_id, scopes: row.scopes, status: row.status, expiresAt: row.expires_at }
-            })
-          ),
+        Effect.gen(function*() {
+          const digested = digest(Redacted.value(secret))
+          const key = digested.toString("base64")
+          const at = (yield* now).getTime()
+          const cached = cache.get(key)
+          if (cached !== undefined && cached.until > at) return cached.grant
+          const rows = yield* sql<{
+            id: number
+            account_id: number
+            scopes: Array<Scope>
+            status: TokenGrant["status"]
+            expires_at: Date | null
+            entitlements: PlanEntitlements
+            overrides: PlanOverrides
+          }>`
+            SELECT t.id, t.account_id, t.scopes, t.status, t.expires_at, p.entitlements, a.overrides
+            FROM api_tokens t JOIN accounts a ON a.id = t.account_id JOIN plans p ON p.code = a.plan
+            WHERE t.digest = ${digested}`.pipe(Effect.orDie)
+          const row = rows[0]
+          const entitlements = row && resolveEntitlements(row.entitlements, row.overrides)
+          const grant = row && entitlements && {
+            id: row.id,
+            accountId: row.account_id,
+            scopes: row.scopes,
+            status: row.status,
+            expiresAt: row.expires_at,
+            requestsPerMinute: entitlements.requestsPerMinute,
+            requestsPerDay: entitlements.requestsPerDay
+          }
+          if (cache.size > 10_000) cache.clear()
+          cache.set(key, { grant, until: at + TokenCacheMs })
+          return grant
+        }),
       touch: (id) =>
         Effect.gen(function*() {
           const at = yield* now
@@ -126,10 +165,10 @@ export class Tokens extends Context.Service<Tokens, {
           yield* sql`UPDATE api_tokens SET last_used_at = ${at} WHERE id = ${id}`.pipe(Effect.orDie)
         }),
       setSuspended: (accountId, suspended) =>
-        (suspended
+        Effect.sync(() => forgetAccount(accountId)).pipe(Effect.andThen(suspended
           ? sql`UPDATE api_tokens SET status = 'suspended' WHERE account_id = ${accountId} AND status = 'active'`
           : sql`UPDATE api_tokens SET status = 'active' WHERE account_id = ${accountId} AND status = 'suspended'`
-        ).pipe(Effect.orDie, Effect.asVoid)
+        ), Effect.orDie, Effect.asVoid)
     })
   }))
 }

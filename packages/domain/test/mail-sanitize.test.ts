@@ -1,0 +1,311 @@
+import { describe, expect, it } from "@effect/vitest"
+import { htmlToPlainText, makeSnippet, sanitizeEmailHtml } from "../src/mail/index.ts"
+import { walkHtml } from "../src/mail/sanitize.ts"
+
+const blocked = (html: string) => sanitizeEmailHtml(html, { allowRemoteImages: false })
+const allowed = (html: string) => sanitizeEmailHtml(html, { allowRemoteImages: true })
+
+interface ParsedElement {
+  readonly tag: string
+  readonly attributes: Readonly<Record<string, string>>
+}
+
+/** Elements of the output as a parser sees them (the walk skips invisible ones: see below). */
+const parseElements = (html: string): Array<ParsedElement> => {
+  const elements: Array<ParsedElement> = []
+  walkHtml(html, { open: (tag, attributes) => elements.push({ tag, attributes }) })
+  return elements
+}
+
+/**
+ * In sanitized output every `<` of text is escaped, so a literal `<name` is a tag. This catches
+ * the elements the walk above skips (script, iframe, svg, template, ...).
+ */
+const EXECUTABLE_OR_FOREIGN_ELEMENT =
+  /<\s*\/?\s*(?:script|iframe|frame|frameset|object|embed|applet|form|input|button|select|option|textarea|isindex|meta|base|link|svg|math|template|noscript|noembed|xmp|video|audio|source|animate|set|param|portal)(?![\w-])/i
+
+const SCRIPT_SCHEME = /(?:java|vb|live)script:|data:(?!image\/(?:png|gif|jpeg|webp)[;,])/i
+
+/** Control characters and spaces a browser drops from a URL before reading its scheme. */
+const compact = (value: string) => value.replace(/[\u0000-\u0020\u007f]+/g, "").toLowerCase()
+
+const styleElementTexts = (html: string): Array<string> =>
+  [...html.matchAll(/<style\b[^>]*>([\s\S]*?)<\/style>/gi)].map((match) => match[1] ?? "")
+
+/** The output holds nothing that could run script, whatever the input was. */
+const expectInert = (html: string) => {
+  expect(html).not.toMatch(EXECUTABLE_OR_FOREIGN_ELEMENT)
+  for (const { tag, attributes } of parseElements(html)) {
+    for (const [name, value] of Object.entries(attributes)) {
+      expect(name, `<${tag} ${name}>`).not.toMatch(/^on/i)
+      expect(["srcdoc", "action", "formaction", "xlink:href", "poster", "ping", "srcset", "data", "http-equiv"]).not.toContain(name)
+      expect(compact(value), `<${tag} ${name}="${value}">`).not.toMatch(SCRIPT_SCHEME)
+      if (name === "style") {
+        expect(value).not.toMatch(/expression|behavior|binding|\\|url\((?!"https?:|"cid:|"data:image\/)/i)
+      }
+    }
+  }
+  for (const css of styleElementTexts(html)) {
+    expect(css).not.toMatch(/@import|expression|javascript|vbscript|binding|behavior|[<\\]|url\((?!"https?:)/i)
+  }
+}
+
+/** Attack strings from the usual cheat sheets and published sanitizer bypasses. */
+const PAYLOADS: ReadonlyArray<readonly [name: string, html: string]> = [
+  ["script element", `<p>hi</p><script>alert(1)</script>`],
+  ["script with upper case and a protocol-relative src", `<SCRIPT SRC=//evil.example/x.js></SCRIPT>`],
+  ["img onerror", `<img src=x onerror=alert(1)>`],
+  ["img onerror on a remote image", `<img src="https://cdn.example/a.png" onerror="alert(1)">`],
+  ["svg onload", `<svg onload=alert(1)>`],
+  ["script inside svg", `<svg><script>alert(1)</script></svg>`],
+  ["javascript: href", `<a href="javascript:alert(1)">click</a>`],
+  ["mixed-case javascript: href", `<a href="JaVaScRiPt:alert(1)">click</a>`],
+  ["javascript: href as decimal entities", `<a href="&#106;&#97;&#118;&#97;&#115;&#99;&#114;&#105;&#112;&#116;&#58;alert(1)">click</a>`],
+  ["javascript: href with hex entities and &colon;", `<a href="&#x6A;avascript&colon;alert(1)">click</a>`],
+  ["javascript: href split by a tab entity", `<a href="java&#x09;script:alert(1)">click</a>`],
+  ["javascript: href split by a newline", `<a href="java\nscript:alert(1)">click</a>`],
+  ["javascript: href behind control characters and spaces", `<a href=" \u0001\u0008 javascript:alert(1)">click</a>`],
+  ["vbscript: href", `<a href="vbscript:msgbox(1)">click</a>`],
+  ["data:text/html href", `<a href="data:text/html;base64,PHNjcmlwdD5hbGVydCgxKTwvc2NyaXB0Pg==">click</a>`],
+  ["data:text/html href with markup", `<a href="data:text/html,<script>alert(1)</script>">click</a>`],
+  ["iframe with javascript: src", `<iframe src="javascript:alert(1)"></iframe>`],
+  ["iframe srcdoc", `<iframe srcdoc="<script>alert(1)</script>"></iframe>`],
+  ["markup hidden as iframe fallback", `<iframe><img src=x onerror=alert(1)></iframe>`],
+  ["object data", `<object data="javascript:alert(1)"><param name=x value=y></object>`],
+  ["object classid and codebase", `<object classid="clsid:333C7BC4-460F-11D0-BC04-0080C7055A83" codebase="javascript:alert(1)"></object>`],
+  ["embed of an svg", `<embed src="data:image/svg+xml;base64,PHN2ZyBvbmxvYWQ9YWxlcnQoMSk+">`],
+  ["applet", `<applet code="Evil.class" codebase="https://evil.example/"></applet>`],
+  ["form with javascript: action", `<form action="javascript:alert(1)"><button>Go</button></form>`],
+  ["input formaction and autofocus", `<form><input type=submit formaction=javascript:alert(1)><input onfocus=alert(1) autofocus></form>`],
+  ["isindex", `<isindex action=javascript:alert(1) type=image>`],
+  ["meta refresh", `<meta http-equiv="refresh" content="0;url=javascript:alert(1)">`],
+  ["base href", `<base href="javascript:alert(1)//"><a href="/x">x</a>`],
+  ["link stylesheet", `<link rel="stylesheet" href="https://evil.example/x.css">`],
+  ["style attribute url(javascript:)", `<div style="background:url(javascript:alert(1))">x</div>`],
+  ["style attribute expression()", `<div style="width: expression(alert(1))">x</div>`],
+  ["style attribute expression() split by comments", `<p style="color:red;/**/width:expr/**/ession(alert(1))">x</p>`],
+  ["style attribute behavior", `<div style="behavior: url(xss.htc)">x</div>`],
+  ["style attribute with a CSS escape", `<div style="background:u\\72l(javascript:alert(1))">x</div>`],
+  ["style attribute url() with entity quotes", `<div style="background-image: url(&quot;javascript:alert(1)&quot;)">x</div>`],
+  ["style element @import and url(javascript:)", `<style>@import 'https://evil.example/x.css'; body{background:url("javascript:alert(1)")}</style><p>x</p>`],
+  ["style element -moz-binding", `<style>*{-moz-binding:url(https://evil.example/xss.xml#xss)}</style>`],
+  ["style element closed early in svg", `<svg><style><img src=x onerror=alert(1)></style></svg>`],
+  ["math/mglyph/style namespace confusion", `<math><mtext><table><mglyph><style><img src=x onerror=alert(1)></style></mglyph></table></mtext></math>`],
+  ["noscript title breakout", `<noscript><p title="</noscript><img src=x onerror=alert(1)>"></noscript>`],
+  ["template content", `<template><script>alert(1)</script><img src=x onerror=alert(1)></template>`],
+  ["nested script tag halves", `<scr<script>ipt>alert(1)</scr</script>ipt>`],
+  ["unclosed img onerror", `<img src=x onerror=alert(1)//`],
+  ["broken attribute quoting", `<img """><script>alert(1)</script>">`],
+  ["body onload", `<body onload=alert(1)><p>x</p></body>`],
+  ["details ontoggle", `<details open ontoggle=alert(1)><summary>x</summary></details>`],
+  ["onclick on a safe link", `<a href="https://ok.example/" onclick="alert(1)">x</a>`],
+  ["xmp raw text", `<xmp><img src=x onerror=alert(1)></xmp>`],
+  ["textarea raw text", `<textarea><img src=x onerror=alert(1)></textarea>`],
+  ["svg xlink:href", `<svg><a xlink:href="javascript:alert(1)"><text x="0" y="20">x</text></a></svg>`],
+  ["svg animate of href", `<svg><a><animate attributeName="href" values="javascript:alert(1)"/><text>x</text></a></svg>`],
+  ["video poster and source onerror", `<video poster=javascript:alert(1)><source onerror=alert(1)></video>`],
+  ["frameset onload", `<frameset onload=alert(1)><frame src="javascript:alert(1)"></frameset>`],
+  ["comment trick", `<!--><img src=x onerror=alert(1)>-->`],
+  ["img src running its own alt", `<img src=x:alert(alt) onerror=eval(src) alt=0>`],
+  ["svg image as data: img", `<img src="data:image/svg+xml;base64,PHN2ZyBvbmxvYWQ9YWxlcnQoMSk+">`],
+  ["ping and srcset", `<a href="https://ok.example/" ping="https://evil.example/">x</a><img srcset="javascript:alert(1) 1x" src="cid:a">`]
+]
+
+describe("sanitizeEmailHtml against XSS payloads", () => {
+  it("has at least 30 payloads", () => {
+    expect(PAYLOADS.length).toBeGreaterThanOrEqual(30)
+  })
+
+  for (const [name, payload] of PAYLOADS) {
+    it(`leaves nothing executable: ${name}`, () => {
+      const { html } = blocked(payload)
+      expectInert(html)
+      expectInert(allowed(payload).html)
+      // Sanitizing again changes nothing: the output parses back into itself.
+      expect(blocked(html).html).toBe(html)
+    })
+  }
+
+  it("keeps the text of a link whose href it refuses", () => {
+    expect(blocked(`<a href="javascript:alert(1)">click</a>`).html).toBe("<a>click</a>")
+  })
+
+  it("keeps the sibling content of refused elements", () => {
+    expect(blocked(`<p>Hello</p><script>alert(1)</script><p>World</p>`).html).toBe("<p>Hello</p><p>World</p>")
+  })
+})
+
+describe("sanitizeEmailHtml remote images", () => {
+  const mail = `<p>Hi</p><img src="https://tracker.example/open.gif?u=42" width="1" height="1" alt="">`
+
+  it("removes remote images by default and counts them", () => {
+    const result = blocked(mail)
+    expect(result.html).toBe("<p>Hi</p>")
+    expect(result.remoteImageCount).toBe(1)
+  })
+
+  it("replaces remote images by the placeholder when one is given", () => {
+    const result = sanitizeEmailHtml(mail, { allowRemoteImages: false, blockedImagePlaceholder: "/static/blocked-image.svg" })
+    expect(result.html).toBe(`<p>Hi</p><img src="/static/blocked-image.svg" width="1" height="1" alt="" />`)
+    expect(result.remoteImageCount).toBe(1)
+  })
+
+  it("keeps remote images when allowed, and still counts them", () => {
+    const result = allowed(mail)
+    expect(result.html).toBe(`<p>Hi</p><img src="https://tracker.example/open.gif?u=42" width="1" height="1" alt="" />`)
+    expect(result.remoteImageCount).toBe(1)
+  })
+
+  it("removes a blocked image without disturbing its siblings", () => {
+    expect(blocked(`<div><img src="https://cdn.example/a.png"><span>x</span><img src="javascript:alert(1)"><b>y</b></div>`).html).toBe(
+      "<div><span>x</span><b>y</b></div>"
+    )
+  })
+
+  it("treats a protocol-relative image as remote", () => {
+    expect(blocked(`<img src="//cdn.example/logo.png">`)).toEqual({ html: "", remoteImageCount: 1 })
+    expect(allowed(`<img src="//cdn.example/logo.png">`).html).toBe(`<img src="https://cdn.example/logo.png" />`)
+  })
+
+  it("blocks background attributes and CSS backgrounds, and counts them", () => {
+    const html = `<table background="https://cdn.example/bg.jpg"><tr><td style="background-image:url('https://cdn.example/hero.jpg');color:#333">x</td></tr></table>`
+    const result = blocked(html)
+    expect(result.html).toBe(`<table><tr><td style="background-image:none;color:#333">x</td></tr></table>`)
+    expect(result.remoteImageCount).toBe(2)
+    expect(allowed(html).html).toBe(
+      `<table background="https://cdn.example/bg.jpg"><tr><td style="background-image:url(&quot;https://cdn.example/hero.jpg&quot;);color:#333">x</td></tr></table>`
+    )
+  })
+
+  it("does not count a background attribute on an element that may not keep it", () => {
+    expect(blocked(`<div background="https://cdn.example/bg.jpg">x</div>`)).toEqual({ html: "<div>x</div>", remoteImageCount: 0 })
+  })
+
+  it("blocks url() in style elements, and counts it", () => {
+    const html = `<style>.hero{background:url(https://cdn.example/hero.jpg) no-repeat}</style><div class="hero">x</div>`
+    const result = blocked(html)
+    expect(result.html).toBe(`<style>.hero{background:none no-repeat}</style><div class="hero">x</div>`)
+    expect(result.remoteImageCount).toBe(1)
+    expect(allowed(html).html).toBe(`<style>.hero{background:url("https://cdn.example/hero.jpg") no-repeat}</style><div class="hero">x</div>`)
+  })
+
+  it("keeps cid: images as they are, without counting them", () => {
+    expect(blocked(`<img src="cid:logo@mail.example" alt="Logo">`)).toEqual({
+      html: `<img src="cid:logo@mail.example" alt="Logo" />`,
+      remoteImageCount: 0
+    })
+  })
+
+  it("keeps inline raster images and drops other data: images", () => {
+    expect(blocked(`<img src="data:image/png;base64,iVBORw0KGgo=">`).html).toBe(`<img src="data:image/png;base64,iVBORw0KGgo=" />`)
+    expect(blocked(`<img src="data:image/svg+xml,%3Csvg%3E%3C/svg%3E">`).html).toBe("")
+    expect(blocked(`<img src="data:text/html,hi">`).html).toBe("")
+  })
+
+  it("drops srcset so that no remote candidate slips past the count", () => {
+    expect(blocked(`<img src="cid:a" srcset="https://cdn.example/a@2x.png 2x">`)).toEqual({
+      html: `<img src="cid:a" />`,
+      remoteImageCount: 0
+    })
+  })
+})
+
+describe("sanitizeEmailHtml links", () => {
+  it("opens links in a new browsing context without opener or referrer", () => {
+    expect(blocked(`<a href="https://example.com/a?b=1&amp;c=2">Open</a>`).html).toBe(
+      `<a href="https://example.com/a?b=1&amp;c=2" target="_blank" rel="noopener noreferrer nofollow">Open</a>`
+    )
+  })
+
+  it("replaces the sender's own target and rel", () => {
+    expect(blocked(`<a href="https://example.com/" target="_self" rel="opener">Open</a>`).html).toBe(
+      `<a href="https://example.com/" target="_blank" rel="noopener noreferrer nofollow">Open</a>`
+    )
+  })
+
+  it("keeps mailto: and tel: links", () => {
+    expect(blocked(`<a href="mailto:help@example.com">Mail</a> <a href="tel:+49301234567">Call</a>`).html).toBe(
+      `<a href="mailto:help@example.com" target="_blank" rel="noopener noreferrer nofollow">Mail</a> ` +
+        `<a href="tel:+49301234567" target="_blank" rel="noopener noreferrer nofollow">Call</a>`
+    )
+  })
+
+  it("drops relative hrefs, which would point into our own origin", () => {
+    expect(blocked(`<a href="/api/messages">x</a><a href="#top" target="_top">y</a>`).html).toBe("<a>x</a><a>y</a>")
+  })
+})
+
+describe("sanitizeEmailHtml layout", () => {
+  it("keeps table layout and safe inline styles, and turns body into a div", () => {
+    const html = `<body style="margin:0" bgcolor="#ffffff"><table width="600" cellpadding="0" align="center"><tr><td valign="top" style="color:#111;font-family:'Helvetica Neue',Arial;padding:12px 24px;position:fixed">Hi</td></tr></table></body>`
+    expect(blocked(html).html).toBe(
+      `<div style="margin:0" bgcolor="#ffffff"><table width="600" cellpadding="0" align="center"><tr><td valign="top" style="color:#111;font-family:'Helvetica Neue',Arial;padding:12px 24px">Hi</td></tr></table></div>`
+    )
+  })
+
+  it("keeps style elements with media queries", () => {
+    const css = `@media (max-width:600px){.col{width:100% !important}} a > span{color:rgb(37, 99, 235)}`
+    expect(blocked(`<head><style type="text/css">${css}</style></head><p>x</p>`).html).toBe(`<style type="text/css">${css}</style><p>x</p>`)
+  })
+
+  it("drops a style element that uses CSS escapes", () => {
+    expect(blocked(`<style>.a{color:\\72 ed}</style><p>x</p>`).html).toBe("<p>x</p>")
+  })
+
+  it("drops the content of head, title and comments", () => {
+    expect(blocked(`<html><head><title>Secret</title><meta charset="utf-8"></head><body><!-- note --><p>x</p></body></html>`).html).toBe(
+      "<div><p>x</p></div>"
+    )
+  })
+})
+
+describe("htmlToPlainText", () => {
+  it("puts blocks on their own lines, cells side by side, and drops invisible elements", () => {
+    const html = `<html><head><title>T</title><style>p{}</style></head><body>
+      <h1>Welcome</h1><p>Line one<br>line   two</p>
+      <table><tr><td>Qty</td><td>1</td></tr><tr><td>Total</td><td>$1,299.00</td></tr></table>
+      <script>var x = 1</script><noscript>enable js</noscript><template><p>later</p></template>
+      <ul><li>A &amp; B</li><li>&lt;C&gt;</li></ul></body></html>`
+    expect(htmlToPlainText(html)).toBe("Welcome\n\nLine one\nline two\n\nQty 1\nTotal $1,299.00\n\nA & B\n<C>")
+  })
+
+  it("joins inline elements without adding spaces", () => {
+    expect(htmlToPlainText(`<p>Code: <span>4</span><span>8</span><b>2</b></p>`)).toBe("Code: 482")
+  })
+
+  it("keeps line breaks inside pre", () => {
+    expect(htmlToPlainText(`<pre>a\n  b</pre>`)).toBe("a\nb")
+  })
+
+  it("never throws on broken markup (a stray </p> is an empty paragraph, as in a browser)", () => {
+    expect(htmlToPlainText(`<div><p>unclosed <b>bold <i>both</div></p></b> after`)).toBe("unclosed bold both\n\nafter")
+  })
+})
+
+describe("makeSnippet", () => {
+  it("collapses whitespace and trims", () => {
+    expect(makeSnippet("  Hello \n\n  world\t ")).toBe("Hello world")
+  })
+
+  it("returns short text unchanged", () => {
+    expect(makeSnippet("Your code is 482913", 200)).toBe("Your code is 482913")
+  })
+
+  it("cuts on a word boundary and stays within the limit", () => {
+    const snippet = makeSnippet("Your verification code is 482913 and it expires soon", 30)
+    expect(snippet).toBe("Your verification code is…")
+    expect(snippet.length).toBeLessThanOrEqual(30)
+  })
+
+  it("cuts a single long word rather than returning nothing", () => {
+    expect(makeSnippet(`https://example.com/${"a".repeat(300)}`, 20)).toBe("https://example.com…")
+  })
+
+  it("does not split a surrogate pair", () => {
+    expect(makeSnippet(`${"x".repeat(8)}😀😀😀`, 10)).toBe(`${"x".repeat(8)}…`)
+  })
+
+  it("defaults to 200 characters", () => {
+    expect(makeSnippet("word ".repeat(100)).length).toBeLessThanOrEqual(200)
+  })
+})

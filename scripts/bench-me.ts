@@ -1,0 +1,622 @@
+/**
+ * `pnpm bench:me`: GET /api/v1/me with a bearer token over keep-alive connections, against the
+ * real burnbox service and, in the same run, against a bare Node `http` server that returns the
+ * same JSON body (design/benchmarks.md: measure side by side, quote the ratio).
+ *
+ * What it does:
+ * 1. starts `burnbox serve` as a child process on a fresh temporary data dir (its own embedded
+ *    PostgreSQL), on free ports, bound to 127.0.0.1;
+ * 2. creates the benchmark account (plan pro), raises its request limits with
+ *    `burnbox admin account override` (so the figure counts served requests, not 429s) and
+ *    creates a `read` token, all with the real CLI;
+ * 3. captures the exact body of one authenticated GET /api/v1/me (must be 200);
+ * 4. starts a bare `node:http` server returning that body as another child process;
+ * 5. runs autocannon (in this process) against each: 50 connections, keep-alive, a discarded
+ *    warm-up, then a measured run;
+ * 6. prints a table (requests/s, 2xx/s, p50, p99, non-2xx, errors), the ratio and the goals;
+ * 7. stops both servers by pid (SIGINT to burnbox, waiting for it so its PostgreSQL shuts down
+ *    cleanly) and removes the temp dir, also on failure, timeout or Ctrl-C.
+ *
+ * Environment: BENCH_SECONDS (measured seconds per run, default 10), BENCH_WARMUP_SECONDS
+ * (default 2), BENCH_CONNECTIONS (default 50), BENCH_ROUNDS (default 1; with more rounds the
+ * order alternates burnbox/bare, bare/burnbox, ... and the summary shows medians),
+ * BENCH_LOG_DIR (where the service's output is kept, default the OS temp dir).
+ */
+import { type ChildProcess, spawn } from "node:child_process"
+import { createWriteStream, mkdtempSync, readdirSync, readFileSync, rmSync, type WriteStream } from "node:fs"
+import { createRequire } from "node:module"
+import { createServer, type Server } from "node:net"
+import { availableParallelism, cpus, loadavg, tmpdir } from "node:os"
+import { join, resolve } from "node:path"
+
+// ---------------------------------------------------------------------------------------------
+// autocannon has no bundled types and @types/autocannon is not a dependency; describe the small
+// part of its API used here and load it through require (it is CommonJS).
+
+interface AutocannonOptions {
+  readonly url: string
+  readonly connections: number
+  readonly duration: number
+  readonly pipelining?: number
+  readonly timeout?: number
+  readonly headers?: Record<string, string>
+  readonly title?: string
+}
+interface Histogram {
+  readonly average: number
+  readonly mean: number
+  readonly stddev: number
+  readonly min: number
+  readonly max: number
+  readonly total: number
+  readonly p50: number
+  readonly p90: number
+  readonly p99: number
+}
+interface AutocannonResult {
+  readonly duration: number
+  readonly requests: Histogram
+  readonly latency: Histogram
+  readonly throughput: Histogram
+  readonly errors: number
+  readonly timeouts: number
+  readonly non2xx: number
+  readonly resets: number
+  readonly mismatches: number
+  readonly "2xx": number
+  readonly statusCodeStats: Record<string, { count: number }>
+}
+interface AutocannonInstance extends PromiseLike<AutocannonResult> {
+  stop(): void
+}
+type Autocannon = (options: AutocannonOptions) => AutocannonInstance
+const autocannon = createRequire(import.meta.url)("autocannon") as Autocannon
+
+// ---------------------------------------------------------------------------------------------
+// Settings
+
+const root = resolve(import.meta.dirname, "..")
+const cliMain = join(root, "packages/cli/src/main.ts")
+const node = process.execPath // the real Node 24 binary, not the node_modules/.bin/node shell wrapper
+
+const envInt = (name: string, fallback: number, min: number): number => {
+  const raw = process.env[name]
+  if (raw === undefined || raw === "") return fallback
+  const value = Number(raw)
+  if (!Number.isInteger(value) || value < min) throw new Error(`${name} must be an integer >= ${min}, got "${raw}"`)
+  return value
+}
+const seconds = envInt("BENCH_SECONDS", 10, 1)
+const warmupSeconds = envInt("BENCH_WARMUP_SECONDS", 2, 0)
+const connections = envInt("BENCH_CONNECTIONS", 50, 1)
+const rounds = envInt("BENCH_ROUNDS", 1, 1)
+const logDir = process.env["BENCH_LOG_DIR"] ?? tmpdir()
+
+const goalRps = 10_000
+const goalRatio = 0.2
+const email = "bench@example.com"
+
+const startupTimeoutMs = 120_000
+const cliTimeoutMs = 60_000
+const stopTimeoutMs = 30_000
+/** A hard bound on the whole script: startup, CLI, all runs, shutdown, with slack. */
+const overallTimeoutMs = startupTimeoutMs + 3 * cliTimeoutMs + stopTimeoutMs + rounds * 2 * (seconds + warmupSeconds + 15) * 1000 + 30_000
+
+const cores = availableParallelism()
+const stamp = new Date().toISOString().replace(/[:.]/g, "-")
+const log = (line: string) => process.stderr.write(`[bench:me] ${line}\n`)
+
+// ---------------------------------------------------------------------------------------------
+// Small helpers
+
+/** Free ports, all held open together so they are distinct, then released. */
+const freePorts = async (count: number): Promise<Array<number>> => {
+  const servers: Array<Server> = []
+  try {
+    const ports: Array<number> = []
+    for (let i = 0; i < count; i++) {
+      const server = createServer()
+      servers.push(server)
+      ports.push(await new Promise<number>((ok, fail) => {
+        server.once("error", fail)
+        server.listen(0, "127.0.0.1", () => {
+          const address = server.address()
+          ok(typeof address === "object" && address !== null ? address.port : 0)
+        })
+      }))
+    }
+    return ports
+  } finally {
+    await Promise.all(servers.map((s) => new Promise<void>((ok) => s.close(() => ok()))))
+  }
+}
+
+const sleep = (ms: number) => new Promise<void>((ok) => setTimeout(ok, ms))
+
+const exited = (child: ChildProcess) => child.exitCode !== null || child.signalCode !== null
+
+/** Resolves when the child has exited, or false after `ms`. */
+const waitForExit = (child: ChildProcess, ms: number): Promise<boolean> =>
+  exited(child) ? Promise.resolve(true) : new Promise((ok) => {
+    const timer = setTimeout(() => ok(false), ms)
+    child.once("exit", () => {
+      clearTimeout(timer)
+      ok(true)
+    })
+  })
+
+const withTimeout = <A>(promise: PromiseLike<A>, ms: number, what: string): Promise<A> =>
+  new Promise((ok, fail) => {
+    const timer = setTimeout(() => fail(new Error(`${what} did not finish within ${ms / 1000} s`)), ms)
+    Promise.resolve(promise).then((value) => {
+      clearTimeout(timer)
+      ok(value)
+    }, (error: unknown) => {
+      clearTimeout(timer)
+      fail(error)
+    })
+  })
+
+const median = (values: ReadonlyArray<number>): number => {
+  const sorted = [...values].sort((a, b) => a - b)
+  const mid = Math.floor(sorted.length / 2)
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2
+}
+
+// ---------------------------------------------------------------------------------------------
+// Process bookkeeping: everything started here is stopped here, by pid, exactly once.
+
+let dataDir: string | undefined
+let burnbox: ChildProcess | undefined
+let bare: ChildProcess | undefined
+let serviceLog: WriteStream | undefined
+/** Appends to the service log until cleanup closes it (late stdio chunks are dropped). */
+const writeLog = (text: string) => {
+  if (serviceLog !== undefined && !serviceLog.writableEnded) serviceLog.write(text)
+}
+const serviceLogPath = join(logDir, `burnbox-bench-me-${stamp}.log`)
+let cleanupPromise: Promise<void> | undefined
+
+/** The embedded PostgreSQL postmaster's pid, from its pid file, if it is still running. */
+const postmasterPid = (): number | undefined => {
+  if (dataDir === undefined) return undefined
+  try {
+    const pid = Number(readFileSync(join(dataDir, "postgres", "postmaster.pid"), "utf8").split("\n")[0])
+    if (!Number.isInteger(pid) || pid <= 0) return undefined
+    process.kill(pid, 0)
+    return pid
+  } catch {
+    return undefined
+  }
+}
+
+const stopChild = async (child: ChildProcess | undefined, name: string, signal: NodeJS.Signals): Promise<void> => {
+  if (child === undefined || child.pid === undefined || exited(child)) return
+  log(`stopping ${name} (pid ${child.pid}) with ${signal}`)
+  child.kill(signal)
+  if (await waitForExit(child, stopTimeoutMs)) return
+  log(`${name} (pid ${child.pid}) did not exit within ${stopTimeoutMs / 1000} s; sending SIGKILL`)
+  child.kill("SIGKILL")
+  await waitForExit(child, 5_000)
+}
+
+const cleanup = (): Promise<void> =>
+  cleanupPromise ??= (async () => {
+    await stopChild(bare, "bare server", "SIGTERM")
+    // SIGINT lets burnbox close its scopes, which stops its embedded PostgreSQL (fast shutdown).
+    await stopChild(burnbox, "burnbox", "SIGINT")
+    // Only if burnbox died without stopping it: stop the postmaster it started, by its pid.
+    const orphan = postmasterPid()
+    if (orphan !== undefined) {
+      log(`embedded PostgreSQL (pid ${orphan}) still running after burnbox exited; sending SIGINT`)
+      try {
+        process.kill(orphan, "SIGINT")
+        for (let i = 0; i < 100 && postmasterPid() !== undefined; i++) await sleep(100)
+      } catch {
+        // already gone
+      }
+    }
+    if (dataDir !== undefined) {
+      rmSync(dataDir, { recursive: true, force: true })
+      log(`removed ${dataDir}`)
+    }
+    await new Promise<void>((ok) => serviceLog === undefined ? ok() : serviceLog.end(() => ok()))
+  })()
+
+let exiting = false
+const abort = (code: number, why: string) => {
+  if (exiting) return
+  exiting = true
+  log(why)
+  const hardStop = setTimeout(() => process.exit(code), stopTimeoutMs + 15_000)
+  hardStop.unref()
+  void cleanup().finally(() => process.exit(code))
+}
+process.once("SIGINT", () => abort(130, "interrupted; cleaning up"))
+process.once("SIGTERM", () => abort(143, "terminated; cleaning up"))
+const watchdog = setTimeout(() => abort(1, `timed out after ${Math.round(overallTimeoutMs / 1000)} s; cleaning up`), overallTimeoutMs)
+watchdog.unref()
+
+// ---------------------------------------------------------------------------------------------
+// The service
+
+const serviceEnv = (httpPort: number, smtpPort: number): NodeJS.ProcessEnv => {
+  const env: NodeJS.ProcessEnv = { ...process.env }
+  delete env["DATABASE_URL"] // burnbox starts (and the CLI attaches to) its own embedded PostgreSQL
+  return {
+    ...env,
+    BURNBOX_DATA_DIR: dataDir!,
+    BURNBOX_HTTP_PORT: String(httpPort),
+    BURNBOX_SMTP_PORT: String(smtpPort),
+    BURNBOX_HOST: "127.0.0.1"
+  }
+}
+
+const waitUntilAnswering = async (url: string, child: ChildProcess): Promise<number> => {
+  const deadline = Date.now() + startupTimeoutMs
+  while (Date.now() < deadline) {
+    if (exited(child)) throw new Error(`burnbox exited during startup (code ${child.exitCode}, signal ${child.signalCode}); see ${serviceLogPath}`)
+    try {
+      const response = await fetch(url, { signal: AbortSignal.timeout(2_000) })
+      await response.arrayBuffer()
+      return response.status
+    } catch {
+      await sleep(250)
+    }
+  }
+  throw new Error(`burnbox did not answer ${url} within ${startupTimeoutMs / 1000} s; see ${serviceLogPath}`)
+}
+
+/** Runs `burnbox <args>` to completion and parses the one JSON document it prints. */
+const cli = async (env: NodeJS.ProcessEnv, args: ReadonlyArray<string>): Promise<Record<string, unknown>> => {
+  const child = spawn(node, [cliMain, ...args], { cwd: root, env, stdio: ["ignore", "pipe", "pipe"] })
+  let stdout = ""
+  child.stdout!.setEncoding("utf8").on("data", (chunk: string) => stdout += chunk)
+  child.stderr!.on("data", (chunk: Buffer) => writeLog(`[cli ${args.slice(0, 3).join(" ")}] ${chunk.toString("utf8")}`))
+  const done = await waitForExit(child, cliTimeoutMs)
+  if (!done) {
+    child.kill("SIGKILL")
+    await waitForExit(child, 5_000)
+    throw new Error(`burnbox ${args.slice(0, 3).join(" ")} did not finish within ${cliTimeoutMs / 1000} s`)
+  }
+  let parsed: Record<string, unknown>
+  try {
+    parsed = JSON.parse(stdout) as Record<string, unknown>
+  } catch {
+    throw new Error(`burnbox ${args.slice(0, 3).join(" ")} printed no JSON (exit ${child.exitCode}):\n${stdout}`)
+  }
+  if (child.exitCode !== 0 || "error" in parsed) {
+    throw new Error(`burnbox ${args.slice(0, 3).join(" ")} failed (exit ${child.exitCode}): ${JSON.stringify(parsed)}`)
+  }
+  return parsed
+}
+
+// ---------------------------------------------------------------------------------------------
+// The reference: a bare node:http server returning the same body.
+//
+// It runs as a child process, not in this process: autocannon's client runs on this process's
+// event loop, and a server sharing that loop would be slowed by (and would slow) the load
+// generator in a way burnbox, in its own process, is not. Both targets are thus separate
+// processes competing with the same single-threaded generator.
+
+const bareServerSource = `
+const http = require("node:http")
+const body = Buffer.from(process.env.BENCH_BODY, "utf8")
+const server = http.createServer((req, res) => {
+  res.writeHead(200, { "content-type": "application/json", "content-length": body.length })
+  res.end(body)
+})
+server.keepAliveTimeout = 65000
+server.listen(Number(process.env.BENCH_PORT), "127.0.0.1", () => process.stdout.write("listening\\n"))
+process.on("SIGTERM", () => server.close(() => process.exit(0)).closeAllConnections())
+`
+
+const startBare = async (port: number, body: string): Promise<ChildProcess> => {
+  const child = spawn(node, ["-e", bareServerSource], {
+    env: { ...process.env, BENCH_BODY: body, BENCH_PORT: String(port) },
+    stdio: ["ignore", "pipe", "pipe"]
+  })
+  bare = child
+  child.stderr!.on("data", (chunk: Buffer) => writeLog(`[bare] ${chunk.toString("utf8")}`))
+  await withTimeout(new Promise<void>((ok, fail) => {
+    child.stdout!.setEncoding("utf8").on("data", (chunk: string) => chunk.includes("listening") && ok())
+    child.once("exit", (code) => fail(new Error(`bare server exited during startup (code ${code})`)))
+  }), 10_000, "bare server startup")
+  return child
+}
+
+// ---------------------------------------------------------------------------------------------
+// Load
+
+type Target = "burnbox" | "bare"
+
+interface Run {
+  readonly target: Target
+  readonly round: number
+  readonly result: AutocannonResult
+  readonly cpu: CpuShare
+}
+
+const load = async (target: Target, url: string, headers: Record<string, string>, duration: number): Promise<AutocannonResult> => {
+  const instance = autocannon({ url, connections, duration, pipelining: 1, timeout: 10, headers, title: target })
+  try {
+    return await withTimeout(instance, (duration + 20) * 1000, `autocannon against ${target}`)
+  } catch (error) {
+    instance.stop()
+    throw error
+  }
+}
+
+const statusSummary = (result: AutocannonResult): string =>
+  Object.entries(result.statusCodeStats).map(([code, { count }]) => `${code}:${count}`).join(" ") || "-"
+
+const servedPerSecond = (result: AutocannonResult): number => result["2xx"] / Math.max(result.duration, 1e-9)
+
+const rssOf = (pid: number | undefined): string => {
+  if (pid === undefined) return "?"
+  try {
+    const line = readFileSync(`/proc/${pid}/status`, "utf8").split("\n").find((l) => l.startsWith("VmRSS:"))
+    const kb = Number(line?.replace(/\D+/g, ""))
+    return Number.isFinite(kb) ? `${Math.round(kb / 1024)} MB` : "?"
+  } catch {
+    return "?"
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// CPU accounting (Linux /proc): how the cores were shared during a measured run, so a run on a
+// busy shared machine is visible as such. Figures are in % of one core (2 cores = 200 %).
+
+const ticksPerSecond = 100 // USER_HZ, 100 on Linux
+
+interface ProcStat {
+  readonly ppid: number
+  readonly own: number // utime + stime
+  readonly reaped: number // cutime + cstime: children that exited and were waited for
+}
+
+const procStat = (pid: number): ProcStat | undefined => {
+  try {
+    const text = readFileSync(`/proc/${pid}/stat`, "utf8")
+    const f = text.slice(text.lastIndexOf(")") + 2).split(" ").map(Number)
+    return { ppid: f[1]!, own: f[11]! + f[12]!, reaped: f[13]! + f[14]! }
+  } catch {
+    return undefined
+  }
+}
+
+/** CPU ticks of a process, and of it with all its descendants (burnbox: its PostgreSQL and backends). */
+const treeTicks = (rootPid: number | undefined): { root: number; tree: number } => {
+  if (rootPid === undefined) return { root: 0, tree: 0 }
+  const all = new Map<number, ProcStat>()
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) continue
+    const stat = procStat(Number(name))
+    if (stat !== undefined) all.set(Number(name), stat)
+  }
+  let total = 0
+  const queue = [rootPid]
+  while (queue.length > 0) {
+    const pid = queue.pop()!
+    const stat = all.get(pid)
+    if (stat === undefined) continue
+    total += stat.own + stat.reaped
+    for (const [child, s] of all) if (s.ppid === pid) queue.push(child)
+  }
+  return { root: all.get(rootPid)?.own ?? 0, tree: total }
+}
+
+const machineBusyTicks = (): number => {
+  const fields = readFileSync("/proc/stat", "utf8").split("\n")[0]!.trim().split(/\s+/).slice(1).map(Number)
+  const total = fields.slice(0, 8).reduce((a, b) => a + b, 0) // user..steal
+  return total - fields[3]! - fields[4]! // minus idle and iowait
+}
+
+interface CpuShare {
+  readonly generator: number
+  readonly server: number
+  /** the server's own process, without descendants */
+  readonly serverProcess: number
+  readonly other: number
+}
+
+const cpuSnapshot = (serverPid: number | undefined) => ({
+  at: performance.now(),
+  machine: machineBusyTicks(),
+  self: procStat(process.pid)?.own ?? 0,
+  server: treeTicks(serverPid)
+})
+
+const cpuShare = (before: ReturnType<typeof cpuSnapshot>, after: ReturnType<typeof cpuSnapshot>): CpuShare => {
+  const secs = (after.at - before.at) / 1000
+  const pct = (ticks: number) => (100 * ticks) / ticksPerSecond / secs
+  const generator = pct(after.self - before.self)
+  const server = pct(after.server.tree - before.server.tree)
+  const serverProcess = pct(after.server.root - before.server.root)
+  return { generator, server, serverProcess, other: Math.max(0, pct(after.machine - before.machine) - generator - server) }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Report
+
+const table = (header: ReadonlyArray<string>, rows: ReadonlyArray<ReadonlyArray<string>>): string => {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)))
+  const line = (cells: ReadonlyArray<string>) => "| " + cells.map((c, i) => i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!)).join(" | ") + " |"
+  const rule = "|" + widths.map((w, i) => "-".repeat(w + 1) + (i === 0 ? "-" : ":")).join("|") + "|"
+  return [line(header), rule, ...rows.map(line)].join("\n")
+}
+
+const fmt = (n: number, digits = 0) => n.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits })
+
+const summarizeServiceLog = (): Array<string> => {
+  let text = ""
+  try {
+    text = readFileSync(serviceLogPath, "utf8")
+  } catch {
+    return ["(service log unreadable)"]
+  }
+  const lines = text.split("\n").filter((l) => l.trim().length > 0)
+  const notable = lines.filter((l) => /error|warn|fail|defect|exception|fatal|panic|unhandled/i.test(l))
+  const out = [`service output: ${lines.length} lines, ${notable.length} mentioning error/warn/fail; full log: ${serviceLogPath}`]
+  for (const l of notable.slice(0, 10)) out.push(`  ${l.length > 200 ? l.slice(0, 200) + "..." : l}`)
+  if (notable.length > 10) out.push(`  ... ${notable.length - 10} more`)
+  return out
+}
+
+// ---------------------------------------------------------------------------------------------
+// Main
+
+const main = async (): Promise<number> => {
+  dataDir = mkdtempSync(join(tmpdir(), "burnbox-bench-me-"))
+  serviceLog = createWriteStream(serviceLogPath)
+  const [httpPort, smtpPort, barePort] = (await freePorts(3)) as [number, number, number]
+  const env = serviceEnv(httpPort, smtpPort)
+  const meUrl = `http://127.0.0.1:${httpPort}/api/v1/me`
+  const bareUrl = `http://127.0.0.1:${barePort}/api/v1/me`
+
+  log(`data dir ${dataDir}; service output -> ${serviceLogPath}`)
+  log(`starting burnbox serve on 127.0.0.1:${httpPort} (embedded PostgreSQL)`)
+  const started = Date.now()
+  burnbox = spawn(node, [cliMain, "serve"], { cwd: root, env, stdio: ["ignore", "pipe", "pipe"] })
+  burnbox.stdout!.on("data", (chunk: Buffer) => writeLog(`[serve stdout] ${chunk.toString("utf8")}`))
+  burnbox.stderr!.on("data", (chunk: Buffer) => writeLog(`[serve stderr] ${chunk.toString("utf8")}`))
+  burnbox.once("exit", (code, signal) => writeLog(`[serve] exited code=${code} signal=${signal}\n`))
+  const firstStatus = await waitUntilAnswering(meUrl, burnbox)
+  log(`burnbox (pid ${burnbox.pid}) answers GET /api/v1/me with ${firstStatus} after ${((Date.now() - started) / 1000).toFixed(1)} s`)
+
+  const account = await cli(env, ["admin", "account", "create", "--email", email, "--password", "bench password", "--plan", "pro"])
+  log(`account created: ${JSON.stringify(account)}`)
+  const override = await cli(env, ["admin", "account", "override", "--email", email, "--set", "requestsPerMinute=100000000,requestsPerDay=1000000000"])
+  log(`limits raised: requestsPerMinute=${String(override["requestsPerMinute"])} requestsPerDay=${String(override["requestsPerDay"])}`)
+  const token = await cli(env, ["admin", "token", "create", "--email", email, "--scopes", "read", "--name", "bench"])
+  const secret = token["secret"]
+  if (typeof secret !== "string") throw new Error(`token create printed no secret: ${JSON.stringify(token)}`)
+  log(`token created: id ${String(token["id"])}`)
+  const headers = { authorization: `Bearer ${secret}` }
+
+  const check = await fetch(meUrl, { headers, signal: AbortSignal.timeout(10_000) })
+  const body = await check.text()
+  if (check.status !== 200) throw new Error(`GET /api/v1/me with the token answered ${check.status}: ${body}`)
+  log(`GET /api/v1/me with the token: 200, ${Buffer.byteLength(body)} bytes, content-type ${check.headers.get("content-type")}`)
+
+  await startBare(barePort, body)
+  const bareCheck = await fetch(bareUrl, { signal: AbortSignal.timeout(10_000) })
+  const bareBody = await bareCheck.text()
+  if (bareCheck.status !== 200 || bareBody !== body) throw new Error("bare server does not return the same body")
+  log(`bare node:http server (pid ${bare!.pid}) on 127.0.0.1:${barePort} returns the identical body`)
+
+  const targets: Record<Target, { url: string; headers: Record<string, string> }> = {
+    burnbox: { url: meUrl, headers },
+    bare: { url: bareUrl, headers: {} }
+  }
+  const loadBefore = loadavg()[0]!.toFixed(2)
+  const runs: Array<Run> = []
+  for (let round = 1; round <= rounds; round++) {
+    const order: Array<Target> = round % 2 === 1 ? ["burnbox", "bare"] : ["bare", "burnbox"]
+    for (const target of order) {
+      if (exiting) throw new Error("interrupted")
+      const { url, headers: h } = targets[target]
+      if (warmupSeconds > 0) {
+        log(`round ${round}/${rounds}: ${target} warm-up ${warmupSeconds} s (not counted)`)
+        await load(target, url, h, warmupSeconds)
+      }
+      log(`round ${round}/${rounds}: ${target} measured ${seconds} s, ${connections} connections`)
+      const serverPid = target === "burnbox" ? burnbox.pid : bare!.pid
+      const before = cpuSnapshot(serverPid)
+      const result = await load(target, url, h, seconds)
+      const cpu = cpuShare(before, cpuSnapshot(serverPid))
+      runs.push({ target, round, result, cpu })
+      if (target === "burnbox" && exited(burnbox)) throw new Error("burnbox exited during the load")
+    }
+  }
+  const burnboxRss = rssOf(burnbox.pid)
+
+  // ---- report
+  const header = ["target", "requests/s", "2xx/s", "p50 ms", "p99 ms", "non-2xx", "errors", "timeouts", "status codes", "cpu % gen", "server (node+pg)", "other"]
+  const row = (label: string, r: AutocannonResult, cpu: CpuShare) => [
+    label,
+    fmt(r.requests.average),
+    fmt(servedPerSecond(r)),
+    fmt(r.latency.p50, 1),
+    fmt(r.latency.p99, 1),
+    fmt(r.non2xx),
+    fmt(r.errors),
+    fmt(r.timeouts),
+    statusSummary(r),
+    fmt(cpu.generator),
+    cpu.server - cpu.serverProcess >= 0.5
+      ? `${fmt(cpu.server)} (${fmt(cpu.serverProcess)}+${fmt(cpu.server - cpu.serverProcess)})`
+      : fmt(cpu.server),
+    fmt(cpu.other)
+  ]
+  const of = (target: Target) => runs.filter((r) => r.target === target).map((r) => r.result)
+  const summary = {
+    burnbox: {
+      rps: median(of("burnbox").map((r) => r.requests.average)),
+      served: median(of("burnbox").map(servedPerSecond)),
+      p50: median(of("burnbox").map((r) => r.latency.p50)),
+      p99: median(of("burnbox").map((r) => r.latency.p99)),
+      non2xx: of("burnbox").reduce((n, r) => n + r.non2xx, 0),
+      errors: of("burnbox").reduce((n, r) => n + r.errors + r.timeouts, 0)
+    },
+    bare: {
+      rps: median(of("bare").map((r) => r.requests.average)),
+      served: median(of("bare").map(servedPerSecond)),
+      p50: median(of("bare").map((r) => r.latency.p50)),
+      p99: median(of("bare").map((r) => r.latency.p99)),
+      non2xx: of("bare").reduce((n, r) => n + r.non2xx, 0),
+      errors: of("bare").reduce((n, r) => n + r.errors + r.timeouts, 0)
+    }
+  }
+  const ratio = summary.burnbox.served / summary.bare.served
+  const cpu = cpus()[0]?.model ?? "unknown CPU"
+
+  const out: Array<string> = []
+  out.push("")
+  out.push(`GET /api/v1/me, bearer token, keep-alive: ${connections} connections, pipelining 1, ${warmupSeconds} s warm-up (discarded) + ${seconds} s measured per run, ${rounds} round(s)`)
+  out.push(`order: ${rounds === 1 ? "burnbox first, then bare" : "alternating per round (burnbox,bare / bare,burnbox / ...); summary rows are medians"}; same ${Buffer.byteLength(body)}-byte JSON body`)
+  out.push(`machine: ${cores} cores (os.availableParallelism()), ${cpu}, Node ${process.version}`)
+  if (cores <= 2) {
+    out.push(`note: only ${cores} cores. autocannon (one thread, in this process) competes for CPU with the server under test`)
+    out.push(`      (and, for burnbox, with its PostgreSQL backends); absolute figures are lower than on a machine with spare cores.`)
+  }
+  out.push("")
+  out.push(table(header, runs.map((r) => row(rounds === 1 ? r.target : `${r.target} #${r.round}`, r.result, r.cpu))))
+  out.push("")
+  out.push("requests/s = autocannon's mean of per-second samples (all responses); 2xx/s = 2xx responses / measured seconds.")
+  out.push(`cpu % = share of one core during the measured run (${cores} cores = ${cores * 100} %): gen = autocannon (this process);`)
+  out.push("      server = the target process with its descendants (burnbox: node + its embedded PostgreSQL); other = the rest of the machine.")
+  out.push(`load average (1 min) before the runs: ${loadBefore}`)
+  const perResponse = (target: Target) => median(of(target).map((r) => r.throughput.total / Math.max(r["2xx"], 1)))
+  out.push(`bytes per response incl. headers: burnbox ${fmt(perResponse("burnbox"))}, bare ${fmt(perResponse("bare"))} (same body; burnbox adds rate-limit and other headers)`)
+  out.push("")
+  out.push(table(["summary", "2xx/s", "p50 ms", "p99 ms", "non-2xx", "errors+timeouts"], [
+    ["burnbox", fmt(summary.burnbox.served), fmt(summary.burnbox.p50, 1), fmt(summary.burnbox.p99, 1), fmt(summary.burnbox.non2xx), fmt(summary.burnbox.errors)],
+    ["bare node:http", fmt(summary.bare.served), fmt(summary.bare.p50, 1), fmt(summary.bare.p99, 1), fmt(summary.bare.non2xx), fmt(summary.bare.errors)]
+  ]))
+  out.push("")
+  out.push(`ratio burnbox / bare (2xx/s): ${ratio.toFixed(3)}x`)
+  const goal1 = summary.burnbox.served >= goalRps
+  const goal2 = ratio >= goalRatio
+  const clean = summary.burnbox.non2xx === 0 && summary.burnbox.errors === 0
+  out.push(`goal >= ${fmt(goalRps)} served requests/s: ${goal1 ? "MET" : "NOT MET"} (${fmt(summary.burnbox.served)})`)
+  out.push(`goal >= ${goalRatio}x bare:                 ${goal2 ? "MET" : "NOT MET"} (${ratio.toFixed(3)}x)`)
+  out.push(`burnbox answered only 2xx, no errors:    ${clean ? "yes" : "NO (see non-2xx / errors above)"}`)
+  out.push(`burnbox RSS after the load: ${burnboxRss}`)
+  process.stdout.write(out.join("\n") + "\n")
+  return 0
+}
+
+let exitCode = 1
+try {
+  exitCode = await main()
+} catch (error) {
+  log(`failed: ${error instanceof Error ? error.stack ?? error.message : String(error)}`)
+  exitCode = 1
+} finally {
+  if (!exiting) {
+    await cleanup()
+    for (const line of summarizeServiceLog()) process.stdout.write(line + "\n")
+  }
+}
+if (!exiting) process.exit(exitCode)
