@@ -1,4 +1,4 @@
-import { createHmac, randomBytes, timingSafeEqual } from "node:crypto"
+import { createHash, createHmac, createSecretKey, randomBytes, timingSafeEqual } from "node:crypto"
 import { Context, Effect, Layer, Redacted } from "effect"
 import { BurnboxConfig } from "./Config.ts"
 
@@ -18,7 +18,8 @@ export class Keyring extends Context.Service<Keyring, {
   }))
 
   static readonly make = (secret: Redacted.Redacted<string>) => {
-    const key = Buffer.from(Redacted.value(secret), "utf8")
+    // One KeyObject for the process: handing createHmac a raw Buffer builds a new one per call.
+    const key = createSecretKey(Buffer.from(Redacted.value(secret), "utf8"))
     const digest = (purpose: string, value: string) => createHmac("sha256", key).update(`${purpose}\0${value}`).digest()
     const csrfToken = (sessionSecret: Redacted.Redacted<string>) =>
       digest("csrf", Redacted.value(sessionSecret)).toString("base64url")
@@ -35,6 +36,9 @@ export class Keyring extends Context.Service<Keyring, {
     })
   }
 }
+
+/** An unkeyed SHA-256, for in-memory lookups only (never stored). */
+export const fingerprint = (value: string): string => createHash("sha256").update(value).digest("base64")
 
 /** A fresh random secret, URL-safe. */
 export const randomSecret = (bytes = 32): string => randomBytes(bytes).toString("base64url")

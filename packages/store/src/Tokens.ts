@@ -1,7 +1,7 @@
 import { type ApiToken, MaxActiveTokens, type PlanEntitlements, type PlanOverrides, resolveEntitlements, type Scope, TokenPrefix } from "@burnbox/domain"
 import { Context, Effect, Layer, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
-import { Keyring, randomSecret } from "./Keyring.ts"
+import { fingerprint, Keyring, randomSecret } from "./Keyring.ts"
 import { now } from "./Time.ts"
 
 export interface TokenGrant {
@@ -124,11 +124,11 @@ export class Tokens extends Context.Service<Tokens, {
         }),
       resolve: (secret) =>
         Effect.gen(function*() {
-          const digested = digest(Redacted.value(secret))
-          const key = digested.toString("base64")
+          const key = fingerprint(Redacted.value(secret))
           const at = (yield* now).getTime()
           const cached = cache.get(key)
           if (cached !== undefined && cached.until > at) return cached.grant
+          const digested = digest(Redacted.value(secret))
           const rows = yield* sql<{
             id: number
             account_id: number
