@@ -4,7 +4,7 @@
 import { NodeRuntime } from "@effect/platform-node"
 import { SmtpIngestLive } from "@burnbox/ingest"
 import { HttpServerLive } from "@burnbox/server"
-import { BurnboxConfig, DatabaseUrl, MigratedDatabase, SqlLive } from "@burnbox/store"
+import { BurnboxConfig, CandidateRandom, DatabaseUrl, MigratedDatabase, SqlLive } from "@burnbox/store"
 import { WorkerLive } from "@burnbox/worker"
 import { Cause, Effect, Layer, Logger, References } from "effect"
 import { admin } from "./Admin.ts"
@@ -58,7 +58,11 @@ const banner = Effect.gen(function*() {
 })
 
 const serveRoles = <E, R>(roles: Layer.Layer<never, E, R>) =>
-  Layer.launch(Layer.mergeAll(roles, Layer.effectDiscard(banner)).pipe(Layer.provide(ApiServices), Layer.provide(Database(30))))
+  Layer.launch(Layer.mergeAll(roles, Layer.effectDiscard(banner)).pipe(
+    Layer.provide(ApiServices),
+    Layer.provide(CandidateRandom.layer),
+    Layer.provide(Database(30))
+  ))
 
 /** Prints one JSON document; a CliError becomes `{error: {code, message}}` and exit code 1. */
 const printJson = <A, E, R>(program: Effect.Effect<A, E, R>) =>
@@ -94,7 +98,9 @@ const main = (argv: ReadonlyArray<string>) => {
         Effect.provide(MigratedDatabase.layer.pipe(Layer.provideMerge(DatabaseUrl.layer), Layer.provideMerge(Config)))
       ))
     case "admin":
-      return printJson(Effect.suspend(() => admin(parseArgs(rest))).pipe(Effect.provide(ApiServices.pipe(Layer.provideMerge(Database(2))))))
+      return printJson(Effect.suspend(() => admin(parseArgs(rest))).pipe(
+        Effect.provide(ApiServices.pipe(Layer.provideMerge(CandidateRandom.layer), Layer.provideMerge(Database(2))))
+      ))
     case undefined:
     case "help":
     case "--help":

@@ -2,6 +2,18 @@ import { Schema } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { Access, Authentication, IdParams, requires, ValidationErrors } from "./Access.ts"
 import { Account, Credentials, DensityInput, LoginCredentials, MailboxDensity, StorageUsage } from "./Account.ts"
+import {
+  Alias,
+  AliasTimer,
+  CandidateRelease,
+  CandidateReservation,
+  ClaimAlias,
+  ListAliasesQuery,
+  ReleaseCandidates,
+  ReserveCandidates,
+  SetTimer,
+  UpdateAlias
+} from "./Alias.ts"
 import { ApiToken, CreatedToken, CreateToken } from "./ApiToken.ts"
 import { Bootstrap } from "./Bootstrap.ts"
 import { MailDomain } from "./MailDomain.ts"
@@ -92,12 +104,69 @@ export class TagsGroup extends HttpApiGroup.make("tags")
   .annotateMerge(OpenApi.annotations({ title: "Tags" }))
 {}
 
+export class AliasesGroup extends HttpApiGroup.make("aliases")
+  .add(
+    HttpApiEndpoint.get("list", "/aliases", {
+      query: ListAliasesQuery,
+      success: Schema.Struct({ items: Schema.Array(Alias) })
+    }).annotate(Access, requires("read")),
+    HttpApiEndpoint.post("claim", "/aliases", {
+      payload: ClaimAlias,
+      success: Alias.pipe(HttpApiSchema.status(201)),
+      error: [E.Forbidden, E.Conflict, E.ValidationFailed, E.RateLimited]
+    }).annotate(Access, requires("manage-aliases")),
+    HttpApiEndpoint.post("reserve", "/aliases/candidates", {
+      payload: ReserveCandidates,
+      success: CandidateReservation,
+      error: [E.Forbidden, E.NotFound, E.Conflict, E.ValidationFailed, E.RateLimited]
+    }).annotate(Access, requires("manage-aliases")),
+    HttpApiEndpoint.delete("releaseCandidates", "/aliases/candidates", {
+      payload: [ReleaseCandidates, Schema.Null],
+      success: CandidateRelease,
+      error: E.ValidationFailed
+    }).annotate(Access, requires("manage-aliases")),
+    HttpApiEndpoint.post("releaseCandidatesPost", "/aliases/candidates/release", {
+      payload: [ReleaseCandidates, Schema.Null],
+      success: CandidateRelease,
+      error: E.ValidationFailed
+    }).annotate(Access, requires("manage-aliases")),
+    HttpApiEndpoint.patch("update", "/aliases/:id", {
+      params: IdParams,
+      payload: UpdateAlias,
+      success: Alias,
+      error: [E.NotFound, E.Conflict, E.ValidationFailed]
+    }).annotate(Access, requires("manage-aliases")),
+    HttpApiEndpoint.delete("remove", "/aliases/:id", { params: IdParams, success: Alias, error: [E.NotFound, E.Conflict] })
+      .annotate(Access, requires("manage-aliases")),
+    HttpApiEndpoint.post("pause", "/aliases/:id/pause", { params: IdParams, success: Alias, error: [E.NotFound, E.Conflict] })
+      .annotate(Access, requires("manage-aliases")),
+    HttpApiEndpoint.post("resume", "/aliases/:id/resume", { params: IdParams, success: Alias, error: [E.NotFound, E.Conflict] })
+      .annotate(Access, requires("manage-aliases")),
+    HttpApiEndpoint.post("burn", "/aliases/:id/burn", { params: IdParams, success: Alias, error: [E.NotFound, E.Conflict] })
+      .annotate(Access, requires("manage-aliases")),
+    HttpApiEndpoint.put("setTimer", "/aliases/:id/timer", {
+      params: IdParams,
+      payload: SetTimer,
+      success: AliasTimer,
+      error: [E.NotFound, E.Forbidden, E.Conflict, E.ValidationFailed]
+    }).annotate(Access, requires("manage-aliases")),
+    HttpApiEndpoint.delete("clearTimer", "/aliases/:id/timer", {
+      params: IdParams,
+      success: AliasTimer,
+      error: [E.NotFound, E.Conflict]
+    }).annotate(Access, requires("manage-aliases"))
+  )
+  .middleware(Authentication)
+  .annotateMerge(OpenApi.annotations({ title: "Aliases" }))
+{}
+
 /** The whole contract, served under {base_url} = {site_url}/api/v1. */
 export class BurnboxApi extends HttpApi.make("burnbox")
   .add(AuthGroup)
   .add(TokensGroup)
   .add(AccountGroup)
   .add(TagsGroup)
+  .add(AliasesGroup)
   .middleware(ValidationErrors)
   .prefix("/api/v1")
   .annotate(HttpApi.PayloadParseOptions, { onExcessProperty: "error", errors: "all" })

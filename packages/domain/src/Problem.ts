@@ -105,7 +105,11 @@ export class ValidationFailed extends Schema.TaggedError<ValidationFailed>()("Va
 }
 respondAs(ValidationFailed, 422)
 
-export class RateLimited extends Schema.TaggedError<RateLimited>()("RateLimited", problemFields, { httpApiStatus: 429 }) {}
+/** `retryAfter` (seconds) becomes the Retry-After header; it is not part of the body. */
+export class RateLimited extends Schema.TaggedError<RateLimited>()("RateLimited", {
+  ...problemFields,
+  retryAfter: Schema.optionalKey(Schema.Int)
+}, { httpApiStatus: 429 }) {}
 respondAs(RateLimited, 429)
 
 export class ServiceUnavailable extends Schema.TaggedError<ServiceUnavailable>()("ServiceUnavailable", problemFields, { httpApiStatus: 503 }) {}

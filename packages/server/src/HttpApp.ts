@@ -1,12 +1,13 @@
 import { createServer } from "node:http"
 import { NodeHttpServer } from "@effect/platform-node"
 import { BurnboxApi } from "@burnbox/domain"
-import { Accounts, BurnboxConfig, Domains, Keyring, RateLimiter, Sessions, Tags, Tokens } from "@burnbox/store"
+import { Accounts, Aliases, BurnboxConfig, CandidateRandom, Domains, Keyring, RateLimiter, Sessions, Tags, Tokens } from "@burnbox/store"
 import { Effect, Layer } from "effect"
 import { HttpRouter } from "effect/http"
 import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
 import { AuthenticationLive } from "./Authentication.ts"
 import { AccountHttp } from "./http/AccountHttp.ts"
+import { AliasesHttp } from "./http/AliasesHttp.ts"
 import { AuthHttp } from "./http/AuthHttp.ts"
 import { TagsHttp } from "./http/TagsHttp.ts"
 import { TokensHttp } from "./http/TokensHttp.ts"
@@ -20,13 +21,14 @@ export const ApiServices = Layer.mergeAll(
   Tokens.layer,
   Tags.layer,
   Domains.layer,
-  RateLimiter.layer
+  RateLimiter.layer,
+  Aliases.layer.pipe(Layer.provide(RateLimiter.layer))
 ).pipe(Layer.provideMerge(Keyring.layer))
 
 /** Every route of the service: the API under /api/v1, its OpenAPI document and the docs page. */
 export const HttpRoutes = Layer.mergeAll(
   HttpApiBuilder.layer(BurnboxApi, { openapiPath: "/api/v1/openapi.json" }).pipe(
-    Layer.provide([AuthHttp, TokensHttp, AccountHttp, TagsHttp]),
+    Layer.provide([AuthHttp, TokensHttp, AccountHttp, TagsHttp, AliasesHttp]),
     Layer.provide([AuthenticationLive, ValidationErrorsLive])
   ),
   HttpApiScalar.layer(BurnboxApi, { path: "/docs" }),
@@ -37,6 +39,7 @@ export const HttpRoutes = Layer.mergeAll(
 export const HttpServerLive = Layer.unwrap(Effect.gen(function*() {
   const config = yield* BurnboxConfig
   return HttpRouter.serve(HttpRoutes, { disableLogger: true }).pipe(
-    Layer.provide(NodeHttpServer.layer(createServer, { port: config.httpPort, host: config.host }))
+    Layer.provide(NodeHttpServer.layer(createServer, { port: config.httpPort, host: config.host })),
+    Layer.provide(CandidateRandom.layer)
   )
 }))

@@ -147,8 +147,6 @@ export class Accounts extends Context.Service<Accounts, {
   }))
 }
 
-/**
- * The account's active aliases. Aliases arrive with their own migration; until then an
- * account has none.
- */
-const activeAliasCount = (sql: SqlClient.SqlClient) => sql.literal("0")
+/** Aliases receiving mail now (paused ones do not count toward activeAliasCap). */
+const activeAliasCount = (sql: SqlClient.SqlClient) =>
+  sql`(SELECT count(*)::int FROM aliases WHERE account_id = a.id AND status = 'active')`

@@ -10,7 +10,8 @@ import { fileURLToPath } from "node:url"
 import { NodeHttpServer } from "@effect/platform-node"
 import { PgClient } from "@effect/sql-pg"
 import { HttpRoutes } from "@burnbox/server"
-import { BurnboxConfig, type BurnboxSettings, withClient, withDatabase } from "@burnbox/store"
+import { BurnboxConfig, type BurnboxSettings, CandidateRandom, withClient, withDatabase } from "@burnbox/store"
+import { seededRandom } from "@burnbox/domain/aliases/index"
 import { Clock, Context, Effect, Exit, Layer, Option, Redacted, Scope } from "effect"
 import { HttpRouter, HttpServer } from "effect/http"
 import pg from "pg"
@@ -66,7 +67,16 @@ export const TestSecret = "burnbox-test-secret-not-for-production"
  * Starts a harness on a fresh database, or, with `shareWith`, a second API process on the
  * database of another harness (as several `burnbox serve` processes share one PostgreSQL).
  */
-export const startHarness = async (settings: Partial<BurnboxSettings> = {}, shareWith?: Harness): Promise<Harness> => {
+export interface HarnessOptions {
+  /** Seed of the candidate generator, so reservations are reproducible. */
+  readonly seed?: number
+}
+
+export const startHarness = async (
+  settings: Partial<BurnboxSettings> = {},
+  shareWith?: Harness,
+  options: HarnessOptions = {}
+): Promise<Harness> => {
   const cluster = Redacted.make(inject("clusterUrl"))
   let url: Redacted.Redacted<string>
   if (shareWith !== undefined) {
@@ -85,6 +95,7 @@ export const startHarness = async (settings: Partial<BurnboxSettings> = {}, shar
   })
 
   const app = HttpRouter.serve(HttpRoutes, { disableLogger: true, disableListenLog: true }).pipe(
+    Layer.provide(Layer.succeed(CandidateRandom, seededRandom(options.seed ?? 20261121))),
     Layer.provideMerge(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" })),
     Layer.provide(PgClient.layer({ url, maxConnections: 5 })),
     Layer.provide(Layer.succeed(BurnboxConfig, config)),

@@ -1,5 +1,5 @@
 import { BurnboxApi, CurrentPrincipal, type PushSettings, SessionCookie, storageUsage } from "@burnbox/domain"
-import { type AccountRow, Accounts, BurnboxConfig, Domains, Keyring, Tags, toAccount, toMailDomain, toSessionAccount } from "@burnbox/store"
+import { type AccountRow, Accounts, Aliases, BurnboxConfig, Domains, Keyring, Tags, toAccount, toMailDomain, toSessionAccount } from "@burnbox/store"
 import { Effect, Redacted } from "effect"
 import { HttpServerRequest } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
@@ -17,6 +17,7 @@ export const AccountHttp = HttpApiBuilder.group(BurnboxApi, "account", Effect.fn
   const accounts = yield* Accounts
   const domains = yield* Domains
   const tags = yield* Tags
+  const aliases = yield* Aliases
   const keyring = yield* Keyring
   const config = yield* BurnboxConfig
 
@@ -28,8 +29,11 @@ export const AccountHttp = HttpApiBuilder.group(BurnboxApi, "account", Effect.fn
       Effect.gen(function*() {
         const principal = yield* CurrentPrincipal
         const account = yield* currentAccount(accounts)
-        const [domainItems, tagItems] = yield* Effect.all([domainList(account), tags.list(account.id)], { concurrency: 2 })
-        const common = { aliases: [], domains: domainItems, tags: tagItems }
+        const [domainItems, tagItems, aliasItems] = yield* Effect.all(
+          [domainList(account), tags.list(account.id), aliases.list(account.id, false)],
+          { concurrency: 3 }
+        )
+        const common = { aliases: aliasItems, domains: domainItems, tags: tagItems }
         if (principal.kind === "bearer") return { user: toAccount(account), ...common }
         const request = yield* HttpServerRequest.HttpServerRequest
         const cookie = request.cookies[SessionCookie] ?? ""

@@ -1,0 +1,56 @@
+import { BurnboxApi, CurrentPrincipal, type RateLimited, ValidationFailed } from "@burnbox/domain"
+import { Aliases, type Transition } from "@burnbox/store"
+import { Effect } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
+import { addResponseHeaders } from "../Authentication.ts"
+
+/** A 429 raised by a service carries its wait; it becomes the Retry-After header. */
+export const withRetryAfter = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.tapError(effect, (error) => {
+    const limited = error as Partial<RateLimited>
+    return limited._tag === "RateLimited" && limited.retryAfter !== undefined
+      ? addResponseHeaders({ "retry-after": String(limited.retryAfter) })
+      : Effect.void
+  })
+
+const statusTransition = { active: "resume", paused: "pause", burned: "burn" } as const
+
+export const AliasesHttp = HttpApiBuilder.group(BurnboxApi, "aliases", Effect.fn(function*(handlers) {
+  const aliases = yield* Aliases
+  const owner = Effect.map(CurrentPrincipal, (p) => p.accountId)
+
+  const move = (id: number, to: Transition) => Effect.flatMap(owner, (accountId) => aliases.transition(accountId, id, to))
+
+  return handlers
+    .handle("list", ({ query }) =>
+      Effect.flatMap(owner, (accountId) => aliases.list(accountId, query.includeBurned === "true")).pipe(
+        Effect.map((items) => ({ items }))
+      ))
+    .handle("reserve", ({ payload }) => withRetryAfter(Effect.flatMap(owner, (accountId) => aliases.reserve(accountId, payload))))
+    .handle("releaseCandidates", ({ payload }) =>
+      Effect.flatMap(owner, (accountId) => aliases.release(accountId, payload?.reservationToken ?? undefined)).pipe(Effect.map((released) => ({ released }))))
+    .handle("releaseCandidatesPost", ({ payload }) =>
+      Effect.flatMap(owner, (accountId) => aliases.release(accountId, payload?.reservationToken ?? undefined)).pipe(Effect.map((released) => ({ released }))))
+    .handle("claim", ({ payload }) => withRetryAfter(Effect.flatMap(owner, (accountId) => aliases.claim(accountId, payload))))
+    .handle("update", ({ params, payload }) =>
+      Effect.gen(function*() {
+        const accountId = yield* owner
+        const fromStatus = payload.status === undefined ? undefined : statusTransition[payload.status]
+        if (payload.action !== undefined && fromStatus !== undefined && payload.action !== fromStatus) {
+          return yield* Effect.fail(ValidationFailed.withFields({ status: "conflicts_with_action" }, "action and status ask for different transitions."))
+        }
+        // The transition first: when it is refused, nothing of the request has changed.
+        const to = payload.action ?? fromStatus
+        if (to !== undefined) yield* aliases.transition(accountId, params.id, to)
+        return yield* aliases.describe(accountId, params.id, {
+          ...(payload.label === undefined ? {} : { label: payload.label }),
+          ...(payload.note === undefined ? {} : { note: payload.note })
+        })
+      }))
+    .handle("remove", ({ params }) => move(params.id, "burn"))
+    .handle("pause", ({ params }) => move(params.id, "pause"))
+    .handle("resume", ({ params }) => move(params.id, "resume"))
+    .handle("burn", ({ params }) => move(params.id, "burn"))
+    .handle("setTimer", ({ params, payload }) => Effect.flatMap(owner, (accountId) => aliases.setTimer(accountId, params.id, payload.selfDestructAt)))
+    .handle("clearTimer", ({ params }) => Effect.flatMap(owner, (accountId) => aliases.clearTimer(accountId, params.id)))
+}))
