@@ -10,7 +10,7 @@ import { fileURLToPath } from "node:url"
 import { NodeHttpServer } from "@effect/platform-node"
 import { PgClient } from "@effect/sql-pg"
 import { HttpRoutes } from "@burnbox/server"
-import { BurnboxConfig, type BurnboxSettings, CandidateRandom, withClient, withDatabase } from "@burnbox/store"
+import { Aliases, BurnboxConfig, type BurnboxSettings, CandidateRandom, Keyring, RateLimiter, withClient, withDatabase } from "@burnbox/store"
 import { seededRandom } from "@burnbox/domain/aliases/index"
 import { Clock, Context, Effect, Exit, Layer, Option, Redacted, Scope } from "effect"
 import { HttpRouter, HttpServer } from "effect/http"
@@ -53,6 +53,12 @@ export interface Harness {
   readonly setPlan: (accountId: number, plan: "free" | "premium" | "pro") => Promise<void>
   readonly query: <R extends pg.QueryResultRow = any>(text: string, params?: ReadonlyArray<unknown>) => Promise<Array<R>>
   readonly cli: (args: ReadonlyArray<string>) => Promise<{ code: number; stdout: string; stderr: string; json: any }>
+  /** The worker's periodic work, run once at the harness clock's time. */
+  readonly worker: {
+    readonly runTimers: () => Promise<{ burned: number; notified: number }>
+    readonly sweepReservations: () => Promise<number>
+    readonly reconcilePlan: (accountId: number) => Promise<{ paused: number; resumed: number }>
+  }
   readonly close: () => Promise<void>
 }
 
@@ -94,8 +100,11 @@ export const startHarness = async (
     ...settings
   })
 
-  const app = HttpRouter.serve(HttpRoutes, { disableLogger: true, disableListenLog: true }).pipe(
-    Layer.provide(Layer.succeed(CandidateRandom, seededRandom(options.seed ?? 20261121))),
+  const random = Layer.succeed(CandidateRandom, seededRandom(options.seed ?? 20261121))
+  // What the worker role runs, on the same database and clock, for tests to drive by hand.
+  const worker = Aliases.layer.pipe(Layer.provide(RateLimiter.layer), Layer.provide(Keyring.layer), Layer.provide(random))
+  const app = Layer.merge(HttpRouter.serve(HttpRoutes, { disableLogger: true, disableListenLog: true }), worker).pipe(
+    Layer.provide(random),
     Layer.provideMerge(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" })),
     Layer.provide(PgClient.layer({ url, maxConnections: 5 })),
     Layer.provide(Layer.succeed(BurnboxConfig, config)),
@@ -104,6 +113,8 @@ export const startHarness = async (
   const scope = Scope.makeUnsafe()
   const context = await Effect.runPromise(Layer.buildWithScope(app, scope))
   const address = Context.get(context, HttpServer.HttpServer).address
+  const aliases = Context.get(context, Aliases)
+  const runInHarness = <A>(effect: Effect.Effect<A>) => Effect.runPromise(Effect.provideService(effect, Clock.Clock, clock))
   if (!("port" in address)) throw new Error("expected a TCP address")
   const origin = `http://127.0.0.1:${address.port}`
   const baseUrl = `${origin}/api/v1`
@@ -184,6 +195,11 @@ export const startHarness = async (
     setPlan,
     query: async (text, params) => (await pool.query(text, params as Array<unknown>)).rows,
     cli,
+    worker: {
+      runTimers: () => runInHarness(aliases.runTimers),
+      sweepReservations: () => runInHarness(aliases.sweepReservations),
+      reconcilePlan: (accountId) => runInHarness(aliases.reconcilePlan(accountId))
+    },
     close: async () => {
       await pool.end()
       await Effect.runPromise(Scope.close(scope, Exit.void))
