@@ -1,6 +1,6 @@
 /** `burnbox admin ...`: operator commands, each printing one JSON document on stdout. */
 import { parseOverrides, type PlanCode, Scopes, type Scope, toPlanLimits } from "@burnbox/domain"
-import { Accounts, Domains, Tokens, toMailDomain } from "@burnbox/store"
+import { Accounts, Aliases, Domains, Tokens, toMailDomain } from "@burnbox/store"
 import { Effect, Redacted } from "effect"
 import { type Args, CliError, flag, required } from "./Args.ts"
 
@@ -104,8 +104,14 @@ export const admin = (args: Args) =>
     }
   })
 
-/** A plan change's effects that exist so far: bearer tokens follow Pro (developer) access. */
+/**
+ * A plan change's effects (README, "Plans and plan changes"): bearer tokens follow developer
+ * access; aliases beyond the active cap are paused (newest first) or resumed; self-destruct
+ * timers are suspended without the entitlement.
+ */
 const applyPlanChange = Effect.fnUntraced(function*(accountId: number, developerAccess: boolean) {
   const tokens = yield* Tokens
+  const aliases = yield* Aliases
   yield* tokens.setSuspended(accountId, !developerAccess)
+  yield* aliases.reconcilePlan(accountId)
 })

@@ -1,16 +1,67 @@
 /**
- * Background work of the worker role. So far: sweeping expired rate-limit windows every
- * hour. The mail pipeline, timers and webhook delivery join here as they are built.
+ * The worker role: scheduled work through pg-boss on the same PostgreSQL (its own small
+ * `pg` pool and schema, as pg-boss needs). Every queue's handler is idempotent, so a job that
+ * runs twice, or two workers racing, change nothing twice.
+ *
+ * - `alias-timers`, every minute: burn aliases whose self-destruct deadline passed and emit
+ *   the 24-hour `alias.expiring` notices. Also sent once at start, so a worker that was down
+ *   catches up at once instead of at the next minute.
+ * - `maintenance`, hourly: forget ended candidate reservations and expired rate windows.
  */
-import { RateLimiter } from "@burnbox/store"
-import { Effect, Layer, Schedule } from "effect"
+import { Aliases, DatabaseUrl, RateLimiter } from "@burnbox/store"
+import { Effect, Layer, Redacted } from "effect"
+import { PgBoss } from "pg-boss"
 
-export const sweepRateWindows = Effect.gen(function*() {
+export const Queues = { timers: "alias-timers", maintenance: "maintenance" } as const
+
+export const maintenance = Effect.gen(function*() {
+  const aliases = yield* Aliases
   const limiter = yield* RateLimiter
-  const removed = yield* limiter.sweep
-  if (removed > 0) yield* Effect.logDebug(`swept ${removed} expired rate-limit windows`)
+  const reservations = yield* aliases.sweepReservations
+  const windows = yield* limiter.sweep
+  return { reservations, windows }
 })
 
-export const WorkerLive = Layer.effectDiscard(
-  sweepRateWindows.pipe(Effect.repeat(Schedule.spaced("1 hour")), Effect.forkScoped)
-).pipe(Layer.provide(RateLimiter.layer))
+export const timers = Effect.gen(function*() {
+  const aliases = yield* Aliases
+  return yield* aliases.runTimers
+})
+
+export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
+  const url = yield* DatabaseUrl
+  const context = yield* Effect.context<Aliases | RateLimiter>()
+  const run = <A>(name: string, effect: Effect.Effect<A, never, Aliases | RateLimiter>) => () =>
+    Effect.runPromise(effect.pipe(
+      Effect.tap((result) => Effect.logDebug(`${name} done`, result)),
+      Effect.provideContext(context)
+    ))
+
+  let stopping = false
+  const boss = yield* Effect.acquireRelease(
+    Effect.promise(async () => {
+      const boss = new PgBoss({ connectionString: Redacted.value(url), schema: "pgboss", max: 4, application_name: "burnbox-worker" })
+      boss.on("error", (error) => {
+        // While stopping, connections closing under pg-boss are expected, not news.
+        if (!stopping) Effect.runFork(Effect.logError(`pg-boss: ${error.message}`).pipe(Effect.provideContext(context)))
+      })
+      await boss.start()
+      return boss
+    }),
+    (boss) =>
+      Effect.promise(async () => {
+        stopping = true
+        await boss.stop({ graceful: true, close: true, timeout: 10_000 })
+      })
+  )
+
+  yield* Effect.promise(async () => {
+    for (const queue of Object.values(Queues)) await boss.createQueue(queue)
+    await boss.schedule(Queues.timers, "* * * * *")
+    await boss.schedule(Queues.maintenance, "17 * * * *")
+    await boss.work(Queues.timers, run(Queues.timers, timers))
+    await boss.work(Queues.maintenance, run(Queues.maintenance, maintenance))
+    await boss.send(Queues.timers)
+  })
+  yield* Effect.logInfo("worker started (pg-boss queues: alias-timers every minute, maintenance hourly)")
+})).pipe(Layer.provide(Layer.merge(Aliases.layer, RateLimiter.layer).pipe(Layer.provide(RateLimiter.layer))))
+
