@@ -17,6 +17,7 @@ import {
 import { ApiToken, CreatedToken, CreateToken } from "./ApiToken.ts"
 import { Bootstrap } from "./Bootstrap.ts"
 import { MailDomain } from "./MailDomain.ts"
+import { InjectedTestMessage, MessageDetail, TestMessageInput } from "./Message.ts"
 import { Errors } from "./Problem.ts"
 import { PushSettings } from "./Push.ts"
 import { CreateTag, Tag, TagWithCount, UpdateTag } from "./Tag.ts"
@@ -160,6 +161,33 @@ export class AliasesGroup extends HttpApiGroup.make("aliases")
   .annotateMerge(OpenApi.annotations({ title: "Aliases" }))
 {}
 
+export class MessagesGroup extends HttpApiGroup.make("messages")
+  .add(
+    HttpApiEndpoint.get("get", "/messages/:id", { params: IdParams, success: MessageDetail, error: E.NotFound })
+      .annotate(Access, requires("read")),
+    HttpApiEndpoint.get("raw", "/messages/:id/raw", {
+      params: IdParams,
+      success: Schema.Uint8Array.pipe(HttpApiSchema.asUint8Array({ contentType: "message/rfc822" })),
+      error: E.NotFound
+    }).annotate(Access, requires("read"))
+  )
+  .middleware(Authentication)
+  .annotateMerge(OpenApi.annotations({ title: "Messages" }))
+{}
+
+export class TestMailGroup extends HttpApiGroup.make("testMail")
+  .add(
+    HttpApiEndpoint.post("inject", "/test/messages", {
+      query: { aliasId: Schema.optionalKey(Schema.NumberFromString.pipe(Schema.decodeTo(Schema.Int.check(Schema.isGreaterThanOrEqualTo(1))))) },
+      payload: [TestMessageInput, Schema.Uint8Array.pipe(HttpApiSchema.asUint8Array({ contentType: "message/rfc822" }))],
+      success: InjectedTestMessage.pipe(HttpApiSchema.status(202)),
+      error: [E.Forbidden, E.NotFound, E.Conflict, E.UnsupportedMediaType, E.ValidationFailed, E.RateLimited]
+    }).annotate(Access, requires("test"))
+  )
+  .middleware(Authentication)
+  .annotateMerge(OpenApi.annotations({ title: "Test mail" }))
+{}
+
 /** The whole contract, served under {base_url} = {site_url}/api/v1. */
 export class BurnboxApi extends HttpApi.make("burnbox")
   .add(AuthGroup)
@@ -167,6 +195,8 @@ export class BurnboxApi extends HttpApi.make("burnbox")
   .add(AccountGroup)
   .add(TagsGroup)
   .add(AliasesGroup)
+  .add(MessagesGroup)
+  .add(TestMailGroup)
   .middleware(ValidationErrors)
   .prefix("/api/v1")
   .annotate(HttpApi.PayloadParseOptions, { onExcessProperty: "error", errors: "all" })

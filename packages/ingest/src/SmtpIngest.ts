@@ -1,40 +1,134 @@
 /**
- * The SMTP listener (receive-only, no AUTH). Until aliases exist every recipient is unknown,
- * so RCPT TO answers 550 5.1.1; the message pipeline arrives with the mail-in work.
+ * The SMTP ingest (receive-only: no AUTH). RCPT TO accepts an active alias on a known domain
+ * (local part case-insensitive, `+detail` subaddressing), refuses a paused alias with
+ * 550 5.2.1 and anything else with 550 5.1.1. DATA is refused with 552 over 15728640 bytes and
+ * with 550 5.6.11 when a line ends in a bare LF (an SMTP smuggling defence). The 250 goes out
+ * only after the message, its raw bytes and its pipeline work are committed; a database
+ * failure answers 451 so the sender retries.
  */
-import { BurnboxConfig } from "@burnbox/store"
-import { Effect, Layer } from "effect"
-import { SMTPServer } from "smtp-server"
+import { readFileSync } from "node:fs"
+import { BurnboxConfig, type Delivery, Mailstore } from "@burnbox/store"
+import { Cause, Effect, Exit, Layer, Option } from "effect"
+import { SMTPServer, type SMTPServerAddress, type SMTPServerSession } from "smtp-server"
 
 export const MaxMessageBytes = 15_728_640
+export const MaxRecipients = 100
+export const MaxConnectionsPerAddress = 20
 
-export const SmtpIngestLive = Layer.effectDiscard(Effect.gen(function*() {
-  const config = yield* BurnboxConfig
+const smtpError = (code: number, text: string) => Object.assign(new Error(text), { responseCode: code })
+
+/** True when `chunk` holds a LF not preceded by CR (`previous` is the byte before the chunk). */
+export const hasBareLf = (chunk: Uint8Array, previous: number): boolean => {
+  for (let i = 0; i < chunk.length; i++) {
+    if (chunk[i] === 0x0a && (i === 0 ? previous : chunk[i - 1]) !== 0x0d) return true
+  }
+  return false
+}
+
+export interface SmtpOptions {
+  readonly port: number
+  readonly host: string
+  readonly hostname: string
+  readonly tls?: { readonly key: Buffer; readonly cert: Buffer } | undefined
+}
+
+export const makeSmtpServer = Effect.fnUntraced(function*(options: SmtpOptions) {
+  const mailstore = yield* Mailstore
+  const context = yield* Effect.context<never>()
+  const run = <A, E>(effect: Effect.Effect<A, E>) => Effect.runPromiseExit(Effect.provideContext(effect, context))
+  const connections = new Map<string, number>()
+
   const server = new SMTPServer({
-    name: new URL(config.siteUrl).hostname,
+    name: options.hostname,
     banner: "burnbox ESMTP receive-only",
-    disabledCommands: ["AUTH", "STARTTLS"],
+    disabledCommands: options.tls === undefined ? ["AUTH", "STARTTLS"] : ["AUTH"],
+    ...(options.tls === undefined ? {} : { key: options.tls.key, cert: options.tls.cert }),
     authOptional: true,
     size: MaxMessageBytes,
-    hideSize: false,
     logger: false,
     socketTimeout: 60_000,
     closeTimeout: 5_000,
-    onRcptTo(address, _session, callback) {
-      const error = Object.assign(new Error(`5.1.1 <${address.address}>: no such mailbox here`), { responseCode: 550 })
-      callback(error)
+    maxClients: 1_000,
+    onConnect(session, callback) {
+      const address = session.remoteAddress
+      const open = (connections.get(address) ?? 0) + 1
+      if (open > MaxConnectionsPerAddress) return callback(smtpError(421, "4.7.0 Too many connections from your address, try later"))
+      connections.set(address, open)
+      callback()
     },
-    onData(stream, _session, callback) {
-      stream.resume()
-      stream.on("end", () => callback(Object.assign(new Error("5.1.1 no valid recipients"), { responseCode: 550 })))
+    onClose(session) {
+      const open = (connections.get(session.remoteAddress) ?? 1) - 1
+      if (open <= 0) connections.delete(session.remoteAddress)
+      else connections.set(session.remoteAddress, open)
+    },
+    onRcptTo(address: SMTPServerAddress, session: SMTPServerSession, callback) {
+      if (session.envelope.rcptTo.length >= MaxRecipients) return callback(smtpError(452, "4.5.3 Too many recipients"))
+      run(mailstore.resolveRecipient(address.address)).then((exit) => {
+        if (Exit.isFailure(exit)) return callback(smtpError(451, "4.3.0 Temporary failure, try again later"))
+        const verdict = exit.value
+        if (verdict.kind === "paused") return callback(smtpError(550, `5.2.1 <${address.address}>: mailbox disabled`))
+        if (verdict.kind === "unknown") return callback(smtpError(550, `5.1.1 <${address.address}>: no such mailbox here`))
+        const deliveries = ((session as unknown as { deliveries?: Array<Delivery> }).deliveries ??= [])
+        // One stored message per alias, however many of its addresses the envelope names.
+        if (!deliveries.some((d) => d.aliasId === verdict.aliasId)) {
+          deliveries.push({ aliasId: verdict.aliasId, accountId: verdict.accountId, recipient: address.address })
+        }
+        callback()
+      })
+    },
+    onData(stream, session, callback) {
+      const chunks: Array<Buffer> = []
+      let previous = 0x0d
+      let bareLf = false
+      stream.on("data", (chunk: Buffer) => {
+        if (!bareLf && hasBareLf(chunk, previous)) bareLf = true
+        previous = chunk[chunk.length - 1] ?? previous
+        if (!bareLf && !stream.sizeExceeded) chunks.push(chunk)
+      })
+      stream.on("end", () => {
+        if (stream.sizeExceeded) return callback(smtpError(552, `5.3.4 Message exceeds the ${MaxMessageBytes} byte limit`))
+        if (bareLf) return callback(smtpError(550, "5.6.11 Bare LF line endings are not accepted; use CRLF"))
+        const deliveries = (session as unknown as { deliveries?: Array<Delivery> }).deliveries ?? []
+        if (deliveries.length === 0) return callback(smtpError(554, "5.5.1 No valid recipients"))
+        const raw = Buffer.concat(chunks)
+        chunks.length = 0
+        const from = session.envelope.mailFrom
+        run(mailstore.accept({
+          deliveries,
+          raw,
+          source: "smtp",
+          envelopeFrom: from === false ? null : from.address,
+          clientAddress: session.remoteAddress,
+          clientHelo: session.hostNameAppearsAs
+        })).then((exit) => {
+          if (Exit.isSuccess(exit)) return callback(null, `2.0.0 Ok: stored as ${exit.value.map((m) => m.id).join(",")}`)
+          if (Cause.hasFails(exit.cause)) return callback(smtpError(552, "5.2.2 Mailbox full: the message is larger than the recipient's storage"))
+          Effect.runFork(Effect.logError("SMTP accept failed", exit.cause).pipe(Effect.provideContext(context)))
+          callback(smtpError(451, "4.3.0 Temporary failure storing the message, try again later"))
+        })
+      })
     }
   })
+  server.on("error", (error) => Effect.runFork(Effect.logWarning(`SMTP: ${error.message}`).pipe(Effect.provideContext(context))))
   yield* Effect.acquireRelease(
     Effect.callback<void, Error>((resume) => {
       server.once("error", (error) => resume(Effect.fail(error)))
-      server.listen(config.smtpPort, config.host, () => resume(Effect.void))
+      server.listen(options.port, options.host, () => resume(Effect.void))
     }),
     () => Effect.callback<void>((resume) => server.close(() => resume(Effect.void)))
   ).pipe(Effect.orDie)
-  yield* Effect.logInfo(`SMTP ingest listening on ${config.host}:${config.smtpPort}`)
-}))
+  const address = server.server.address()
+  return { port: typeof address === "object" && address !== null ? address.port : options.port }
+})
+
+/** The ingest role: the SMTP listener on BURNBOX_HOST:BURNBOX_SMTP_PORT. */
+export const SmtpIngestLive = Layer.effectDiscard(Effect.gen(function*() {
+  const config = yield* BurnboxConfig
+  const certFile = Option.fromNullishOr(process.env["BURNBOX_SMTP_TLS_CERT"])
+  const keyFile = Option.fromNullishOr(process.env["BURNBOX_SMTP_TLS_KEY"])
+  const tls = Option.isSome(certFile) && Option.isSome(keyFile)
+    ? { cert: readFileSync(certFile.value), key: readFileSync(keyFile.value) }
+    : undefined
+  yield* makeSmtpServer({ port: config.smtpPort, host: config.host, hostname: new URL(config.siteUrl).hostname, tls })
+  yield* Effect.logInfo(`SMTP ingest listening on ${config.host}:${config.smtpPort}${tls ? " (STARTTLS)" : ""}`)
+})).pipe(Layer.provide(Mailstore.layer))

@@ -1,13 +1,15 @@
 import { createServer } from "node:http"
 import { NodeHttpServer } from "@effect/platform-node"
 import { BurnboxApi } from "@burnbox/domain"
-import { Accounts, Aliases, BurnboxConfig, CandidateRandom, Domains, Keyring, RateLimiter, Sessions, Tags, Tokens } from "@burnbox/store"
+import { Accounts, Aliases, BurnboxConfig, Mailstore, Messages, CandidateRandom, Domains, Keyring, RateLimiter, Sessions, Tags, Tokens } from "@burnbox/store"
 import { Effect, Layer } from "effect"
 import { HttpRouter } from "effect/http"
 import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
 import { AuthenticationLive } from "./Authentication.ts"
 import { AccountHttp } from "./http/AccountHttp.ts"
 import { AliasesHttp } from "./http/AliasesHttp.ts"
+import { MessagesHttp } from "./http/MessagesHttp.ts"
+import { TestMailHttp } from "./http/TestMailHttp.ts"
 import { AuthHttp } from "./http/AuthHttp.ts"
 import { TagsHttp } from "./http/TagsHttp.ts"
 import { TokensHttp } from "./http/TokensHttp.ts"
@@ -22,13 +24,15 @@ export const ApiServices = Layer.mergeAll(
   Tags.layer,
   Domains.layer,
   RateLimiter.layer,
+  Mailstore.layer,
+  Messages.layer,
   Aliases.layer.pipe(Layer.provide(RateLimiter.layer))
 ).pipe(Layer.provideMerge(Keyring.layer))
 
 /** Every route of the service: the API under /api/v1, its OpenAPI document and the docs page. */
 export const HttpRoutes = Layer.mergeAll(
   HttpApiBuilder.layer(BurnboxApi, { openapiPath: "/api/v1/openapi.json" }).pipe(
-    Layer.provide([AuthHttp, TokensHttp, AccountHttp, TagsHttp, AliasesHttp]),
+    Layer.provide([AuthHttp, TokensHttp, AccountHttp, TagsHttp, AliasesHttp, MessagesHttp, TestMailHttp]),
     Layer.provide([AuthenticationLive, ValidationErrorsLive])
   ),
   HttpApiScalar.layer(BurnboxApi, { path: "/docs" }),

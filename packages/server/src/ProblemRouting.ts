@@ -40,11 +40,22 @@ const isBodyTooLarge = (cause: Cause.Cause<unknown>): boolean =>
   Cause.pretty(cause).match(/maxBytes exceeded|BodyTooLarge/) !== null ||
   cause.reasons.some((r) => Cause.isDieReason(r) && HttpApiError.HttpApiPayloadTooLarge.is(r.defect))
 
-/** The largest request body any endpoint reads. */
+/** The largest request body an endpoint reads; test-mail injection takes a whole raw message. */
 export const MaxRequestBodyBytes = 1024 * 1024
+export const MaxTestMailBodyBytes = 16 * 1024 * 1024
+
+const bodyLimit = (url: string) => (url.startsWith("/api/v1/test/messages") ? MaxTestMailBodyBytes : MaxRequestBodyBytes)
+
+/** The decoder answers an unsupported content type with a plain-text 415; give it the Problem shape. */
+const problemFor415 = (response: HttpServerResponse.HttpServerResponse) =>
+  response.status === 415 && !String(response.headers["content-type"] ?? "").includes("json")
+    ? answer(415, "unsupported_media_type", "This content type is not accepted here; send application/json (or message/rfc822 where offered).")
+    : response
 
 export const ProblemRouting = HttpRouter.middleware((effect) =>
-  Effect.catchCause(Effect.provideService(effect, HttpIncomingMessage.MaxBodySize, ByteSize.bytes(MaxRequestBodyBytes)), (cause) =>
+  Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
+    Effect.provideService(effect, HttpIncomingMessage.MaxBodySize, ByteSize.bytes(bodyLimit(request.url)))
+  ).pipe(Effect.map(problemFor415), Effect.catchCause((cause) =>
     Effect.gen(function*() {
       const request = yield* HttpServerRequest.HttpServerRequest
       const failure = Option.getOrUndefined(Cause.findErrorOption(cause))
@@ -60,7 +71,7 @@ export const ProblemRouting = HttpRouter.middleware((effect) =>
       }
       if (Cause.hasInterruptsOnly(cause)) return yield* Effect.failCause(cause)
       if (isBodyTooLarge(cause)) {
-        return answer(413, "payload_too_large", `The request body is larger than ${MaxRequestBodyBytes} bytes.`)
+        return answer(413, "payload_too_large", `The request body is larger than ${bodyLimit(request.url)} bytes.`)
       }
       if (failure !== undefined && isRequestParseError(failure)) {
         return problemResponse(422, problemBody({ code: "validation_failed", message: "The request body could not be read.", fields: { body: "unreadable" } }))
@@ -68,4 +79,4 @@ export const ProblemRouting = HttpRouter.middleware((effect) =>
       yield* Effect.logError("request failed", cause)
       return answer(500, "internal_error", "Something went wrong on our side; it has been logged.")
     })
-  ), { global: true })
+  )), { global: true })

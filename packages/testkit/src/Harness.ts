@@ -10,7 +10,9 @@ import { fileURLToPath } from "node:url"
 import { NodeHttpServer } from "@effect/platform-node"
 import { PgClient } from "@effect/sql-pg"
 import { HttpRoutes } from "@burnbox/server"
-import { Aliases, BurnboxConfig, type BurnboxSettings, CandidateRandom, Keyring, RateLimiter, withClient, withDatabase } from "@burnbox/store"
+import { makeSmtpServer } from "@burnbox/ingest"
+import { PipelineLive } from "@burnbox/worker"
+import { Aliases, Mailstore, BurnboxConfig, type BurnboxSettings, CandidateRandom, Keyring, RateLimiter, withClient, withDatabase } from "@burnbox/store"
 import { seededRandom } from "@burnbox/domain/aliases/index"
 import { Clock, Context, Effect, Exit, Layer, Option, Redacted, Scope } from "effect"
 import { HttpRouter, HttpServer } from "effect/http"
@@ -43,8 +45,12 @@ export interface Answer<A = any> {
   readonly text: string
 }
 
+class SmtpPort extends Context.Service<SmtpPort, number>()("burnbox/testkit/SmtpPort") {}
+
 export interface Harness {
   readonly baseUrl: string
+  /** The SMTP ingest of this harness, on 127.0.0.1. */
+  readonly smtpPort: number
   readonly databaseUrl: string
   readonly clock: ManualClock
   readonly request: <A = any>(path: string, options?: RequestOptions) => Promise<Answer<A>>
@@ -58,6 +64,7 @@ export interface Harness {
     readonly runTimers: () => Promise<{ burned: number; notified: number }>
     readonly sweepReservations: () => Promise<number>
     readonly reconcilePlan: (accountId: number) => Promise<{ paused: number; resumed: number }>
+    readonly purgeExpired: () => Promise<number>
   }
   readonly close: () => Promise<void>
 }
@@ -102,8 +109,10 @@ export const startHarness = async (
 
   const random = Layer.succeed(CandidateRandom, seededRandom(options.seed ?? 20261121))
   // What the worker role runs, on the same database and clock, for tests to drive by hand.
-  const worker = Aliases.layer.pipe(Layer.provide(RateLimiter.layer), Layer.provide(Keyring.layer), Layer.provide(random))
-  const app = Layer.merge(HttpRouter.serve(HttpRoutes, { disableLogger: true, disableListenLog: true }), worker).pipe(
+  const worker = Layer.mergeAll(Aliases.layer, Mailstore.layer).pipe(Layer.provide(RateLimiter.layer), Layer.provide(Keyring.layer), Layer.provide(random))
+  const smtp = Layer.effect(SmtpPort, Effect.map(makeSmtpServer({ port: 0, host: "127.0.0.1", hostname: "mx.burnbox.test" }), (s) => s.port))
+    .pipe(Layer.provide(Mailstore.layer))
+  const app = Layer.mergeAll(HttpRouter.serve(HttpRoutes, { disableLogger: true, disableListenLog: true }), worker, PipelineLive, smtp).pipe(
     Layer.provide(random),
     Layer.provideMerge(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" })),
     Layer.provide(PgClient.layer({ url, maxConnections: 5 })),
@@ -114,6 +123,8 @@ export const startHarness = async (
   const context = await Effect.runPromise(Layer.buildWithScope(app, scope))
   const address = Context.get(context, HttpServer.HttpServer).address
   const aliases = Context.get(context, Aliases)
+  const mailstore = Context.get(context, Mailstore)
+  const smtpPort = Context.get(context, SmtpPort)
   const runInHarness = <A>(effect: Effect.Effect<A>) => Effect.runPromise(Effect.provideService(effect, Clock.Clock, clock))
   if (!("port" in address)) throw new Error("expected a TCP address")
   const origin = `http://127.0.0.1:${address.port}`
@@ -187,6 +198,7 @@ export const startHarness = async (
 
   return {
     baseUrl,
+    smtpPort,
     databaseUrl: Redacted.value(url),
     clock,
     request,
@@ -198,7 +210,8 @@ export const startHarness = async (
     worker: {
       runTimers: () => runInHarness(aliases.runTimers),
       sweepReservations: () => runInHarness(aliases.sweepReservations),
-      reconcilePlan: (accountId) => runInHarness(aliases.reconcilePlan(accountId))
+      reconcilePlan: (accountId) => runInHarness(aliases.reconcilePlan(accountId)),
+      purgeExpired: () => runInHarness(mailstore.purgeExpired)
     },
     close: async () => {
       await pool.end()

@@ -6,13 +6,26 @@
  * - `alias-timers`, every minute: burn aliases whose self-destruct deadline passed and emit
  *   the 24-hour `alias.expiring` notices. Also sent once at start, so a worker that was down
  *   catches up at once instead of at the next minute.
+ * - `retention`, every five minutes: delete messages past their retention with their bytes.
  * - `maintenance`, hourly: forget ended candidate reservations and expired rate windows.
  */
-import { Aliases, DatabaseUrl, RateLimiter } from "@burnbox/store"
+import { Aliases, DatabaseUrl, Mailstore, RateLimiter } from "@burnbox/store"
+import { PipelineLive } from "./Pipeline.ts"
 import { Effect, Layer, Redacted } from "effect"
 import { PgBoss } from "pg-boss"
 
-export const Queues = { timers: "alias-timers", maintenance: "maintenance" } as const
+export const Queues = { timers: "alias-timers", retention: "retention", maintenance: "maintenance" } as const
+
+/** Deletes messages past their retention (in batches of 1000 until none is left). */
+export const retention = Effect.gen(function*() {
+  const mailstore = yield* Mailstore
+  let purged = 0
+  for (;;) {
+    const batch = yield* mailstore.purgeExpired
+    purged += batch
+    if (batch < 1000) return purged
+  }
+})
 
 export const maintenance = Effect.gen(function*() {
   const aliases = yield* Aliases
@@ -29,8 +42,8 @@ export const timers = Effect.gen(function*() {
 
 export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
   const url = yield* DatabaseUrl
-  const context = yield* Effect.context<Aliases | RateLimiter>()
-  const run = <A>(name: string, effect: Effect.Effect<A, never, Aliases | RateLimiter>) => () =>
+  const context = yield* Effect.context<Aliases | RateLimiter | Mailstore>()
+  const run = <A>(name: string, effect: Effect.Effect<A, never, Aliases | RateLimiter | Mailstore>) => () =>
     Effect.runPromise(effect.pipe(
       Effect.tap((result) => Effect.logDebug(`${name} done`, result)),
       Effect.provideContext(context)
@@ -57,11 +70,16 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
   yield* Effect.promise(async () => {
     for (const queue of Object.values(Queues)) await boss.createQueue(queue)
     await boss.schedule(Queues.timers, "* * * * *")
+    await boss.schedule(Queues.retention, "*/5 * * * *")
     await boss.schedule(Queues.maintenance, "17 * * * *")
     await boss.work(Queues.timers, run(Queues.timers, timers))
+    await boss.work(Queues.retention, run(Queues.retention, retention))
     await boss.work(Queues.maintenance, run(Queues.maintenance, maintenance))
     await boss.send(Queues.timers)
   })
-  yield* Effect.logInfo("worker started (pg-boss queues: alias-timers every minute, maintenance hourly)")
-})).pipe(Layer.provide(Layer.merge(Aliases.layer, RateLimiter.layer).pipe(Layer.provide(RateLimiter.layer))))
+  yield* Effect.logInfo("worker started (message pipeline; pg-boss: alias-timers every minute, retention every 5 minutes, maintenance hourly)")
+})).pipe(
+  Layer.merge(PipelineLive),
+  Layer.provide(Layer.mergeAll(Aliases.layer, RateLimiter.layer, Mailstore.layer).pipe(Layer.provide(RateLimiter.layer)))
+)
 

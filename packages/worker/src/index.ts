@@ -1,1 +1,2 @@
 export * from "./Worker.ts"
+export * from "./Pipeline.ts"

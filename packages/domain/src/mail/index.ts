@@ -9,3 +9,7 @@ export {
   type SanitizedEmail,
   type SanitizeEmailOptions
 } from "./sanitize.ts"
+export { analyzeMessage, type MessageAnalysis } from "./analyze.ts"
+export { isDangerousAttachment, isPreviewableImage, safeFilename } from "./attachments.ts"
+export { parseMessage, type ParsedAttachment, type ParsedMessage, type ParseResult, UNKNOWN_SENDER_ADDRESS } from "./parse.ts"
+export { buildTestMessage, parseMailbox, type TestMessageRequest, validateTestMessage } from "./testMessage.ts"

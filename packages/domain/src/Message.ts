@@ -1,0 +1,102 @@
+import { Schema } from "effect"
+import { DateTimeString, Id, NonNegativeInt } from "./Common.ts"
+import { Tag } from "./Tag.ts"
+
+export const ProcessingStatus = Schema.Literals(["stub", "processing", "processed", "failed"])
+export const MessageSource = Schema.Literals(["smtp", "test"])
+
+const AuthResults = Schema.Struct({
+  spf: Schema.NullOr(Schema.String),
+  dkim: Schema.NullOr(Schema.String),
+  dmarc: Schema.NullOr(Schema.String)
+})
+
+const summaryFields = {
+  id: Id,
+  source: MessageSource,
+  alias: Schema.Struct({ id: Id, address: Schema.String, label: Schema.NullOr(Schema.String), domain: Schema.String }),
+  sender: Schema.Struct({ name: Schema.NullOr(Schema.String), address: Schema.String }),
+  subject: Schema.String,
+  snippet: Schema.String,
+  receivedAt: DateTimeString,
+  expiresAt: DateTimeString,
+  sizeBytes: NonNegativeInt,
+  isRead: Schema.Boolean,
+  unread: Schema.Boolean,
+  starred: Schema.Boolean,
+  pinned: Schema.Boolean,
+  archived: Schema.Boolean,
+  trashed: Schema.Boolean,
+  trashedAt: Schema.NullOr(DateTimeString),
+  trashPurgeAt: Schema.NullOr(DateTimeString),
+  hasAttachments: Schema.Boolean,
+  spamScore: Schema.NullOr(Schema.Finite),
+  auth: AuthResults,
+  otpCodes: Schema.Array(Schema.String).check(Schema.isMaxLength(3)),
+  tags: Schema.Array(Tag),
+  processingStatus: ProcessingStatus
+}
+
+/** Spec 2.10 (additional properties allowed). */
+export const MessageSummary = Schema.Struct(summaryFields).annotate({ identifier: "MessageSummary" })
+export type MessageSummary = typeof MessageSummary.Type
+
+export const MessageAttachment = Schema.Struct({
+  id: Id,
+  filename: Schema.String,
+  mimeType: Schema.String,
+  sizeBytes: NonNegativeInt,
+  dangerous: Schema.Boolean,
+  downloadUrl: Schema.String,
+  previewUrl: Schema.NullOr(Schema.String)
+})
+
+/** Spec 2.11. */
+export const MessageDetail = Schema.Struct({
+  ...summaryFields,
+  headers: Schema.Record(Schema.String, Schema.Union([Schema.String, Schema.Array(Schema.String)])),
+  textBody: Schema.NullOr(Schema.String),
+  htmlUrl: Schema.NullOr(Schema.String),
+  remoteImages: Schema.NullOr(Schema.Struct({ blockedUrl: Schema.String, loadUrl: Schema.String, alwaysLoadFromSender: Schema.Boolean })),
+  rawUrl: Schema.String,
+  verificationLinks: Schema.Array(Schema.String).check(Schema.isMaxLength(3)),
+  attachments: Schema.Array(MessageAttachment)
+}).annotate({ identifier: "MessageDetail" })
+export type MessageDetail = typeof MessageDetail.Type
+
+/** Spec 2.19 limits. */
+export const TestMessageLimits = {
+  subject: 998,
+  body: 2_097_152,
+  otp: 128,
+  attachments: 10,
+  filename: 255,
+  attachmentBytes: 1024 * 1024,
+  rawBytes: 15_728_640
+} as const
+
+export const TestMessageInput = Schema.Struct({
+  aliasId: Id,
+  from: Schema.String.check(Schema.isMaxLength(998)),
+  subject: Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(TestMessageLimits.subject)),
+  text: Schema.optionalKey(Schema.NullOr(Schema.String.check(Schema.isMaxLength(TestMessageLimits.body)))),
+  html: Schema.optionalKey(Schema.NullOr(Schema.String.check(Schema.isMaxLength(TestMessageLimits.body)))),
+  otp: Schema.optionalKey(Schema.NullOr(Schema.String.check(Schema.isMaxLength(TestMessageLimits.otp)))),
+  attachments: Schema.optionalKey(Schema.Array(Schema.Struct({
+    filename: Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(TestMessageLimits.filename)),
+    contentType: Schema.optionalKey(Schema.String.check(Schema.isPattern(/^[\w.+-]+\/[\w.+-]+$/, { message: "invalid_content_type" }))),
+    contentBase64: Schema.String
+  })).check(Schema.isMaxLength(TestMessageLimits.attachments)))
+}).annotate({ identifier: "TestMessageInput" })
+export type TestMessageInput = typeof TestMessageInput.Type
+
+/** Spec 2.19. */
+export const InjectedTestMessage = Schema.Struct({
+  id: Id,
+  aliasId: Id,
+  alias: Schema.String,
+  source: Schema.Literal("test"),
+  processingStatus: Schema.Literal("stub"),
+  receivedAt: DateTimeString,
+  expiresAt: DateTimeString
+}).annotate({ identifier: "InjectedTestMessage" })

@@ -1,0 +1,81 @@
+import { BurnboxApi, Conflict, CurrentPrincipal, Forbidden, NotFound, RateLimited, type TestMessageInput, TestMessageLimits, ValidationFailed } from "@burnbox/domain"
+import { buildTestMessage, validateTestMessage } from "@burnbox/domain/mail/index"
+import { Accounts, BurnboxConfig, Mailstore, RateLimiter } from "@burnbox/store"
+import { Effect } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
+import { SqlClient } from "effect/sql"
+import { addResponseHeaders } from "../Authentication.ts"
+import { withRetryAfter } from "./AliasesHttp.ts"
+import { currentAccount } from "./CurrentAccount.ts"
+import { now } from "@burnbox/store/Time"
+
+const isJsonInput = (payload: unknown): payload is TestMessageInput =>
+  typeof payload === "object" && payload !== null && !(payload instanceof Uint8Array) && "subject" in payload
+
+/** POST /test/messages (spec 2.19, 4.8): through the same store and pipeline as SMTP, never over SMTP. */
+export const TestMailHttp = HttpApiBuilder.group(BurnboxApi, "testMail", Effect.fn(function*(handlers) {
+  const accounts = yield* Accounts
+  const mailstore = yield* Mailstore
+  const limiter = yield* RateLimiter
+  const config = yield* BurnboxConfig
+  const sql = yield* SqlClient.SqlClient
+
+  const injectable = (accountId: number, aliasId: number) =>
+    Effect.gen(function*() {
+      const rows = yield* sql<{ status: string; address: string }>`
+        SELECT al.status, al.local_part || '@' || d.name AS address FROM aliases al JOIN domains d ON d.id = al.domain_id
+        WHERE al.id = ${aliasId} AND al.account_id = ${accountId} AND al.status <> 'reserved'`.pipe(Effect.orDie)
+      const alias = rows[0]
+      if (alias === undefined) return yield* Effect.fail(NotFound.of("Alias"))
+      if (alias.status === "paused") return yield* Effect.fail(new Conflict({ code: "alias_paused", message: "The alias is paused; resume it to receive mail." }))
+      if (alias.status === "burned") return yield* Effect.fail(new Conflict({ code: "alias_burned", message: "The alias is burned." }))
+      return alias.address
+    })
+
+  return handlers.handle("inject", ({ payload, query }) =>
+    withRetryAfter(Effect.gen(function*() {
+      const principal = yield* CurrentPrincipal
+      const account = yield* currentAccount(accounts).pipe(Effect.provideService(CurrentPrincipal, principal))
+      const limit = account.entitlements.testMessagesPerDay
+      if (limit <= 0) return yield* Effect.fail(Forbidden.plan("test-mail injection (Pro)"))
+      const body: { raw?: Uint8Array; json?: TestMessageInput } = isJsonInput(payload) ? { json: payload } : { raw: payload as Uint8Array }
+      const aliasId = body.json?.aliasId ?? query.aliasId
+      if (aliasId === undefined) return yield* Effect.fail(ValidationFailed.withFields({ aliasId: "required" }))
+      if (body.raw !== undefined) {
+        if (body.raw.byteLength === 0) return yield* Effect.fail(ValidationFailed.withFields({ body: "empty" }))
+        if (body.raw.byteLength > TestMessageLimits.rawBytes) return yield* Effect.fail(ValidationFailed.withFields({ body: "too_large" }))
+      } else if (body.json !== undefined) {
+        const fields = validateTestMessage(body.json)
+        if (fields !== undefined) return yield* Effect.fail(ValidationFailed.withFields(fields))
+      }
+      const address = yield* injectable(account.id, aliasId)
+      const decision = yield* limiter.hit(`test-mail:${account.id}`, [{ limit, seconds: 86_400 }])
+      if (!decision.allowed) {
+        return yield* Effect.fail(new RateLimited({
+          code: "test_messages_per_day_reached",
+          message: `At most ${limit} test messages a day; retry in ${decision.retryAfter} s.`,
+          retryAfter: decision.retryAfter
+        }))
+      }
+      const raw = body.raw ?? buildTestMessage(body.json!, { to: address, date: yield* now })
+      const [accepted] = yield* mailstore.accept({
+        deliveries: [{ aliasId, accountId: account.id, recipient: address }],
+        raw,
+        source: "test",
+        envelopeFrom: null,
+        clientAddress: null,
+        clientHelo: null
+      }).pipe(Effect.catchTag("OverQuota", () =>
+        Effect.fail(ValidationFailed.withFields({ body: "exceeds_storage_quota" }, "The message is larger than your whole storage quota."))))
+      yield* addResponseHeaders({ location: `${config.baseUrl}/messages/${accepted!.id}` })
+      return {
+        id: accepted!.id,
+        aliasId,
+        alias: address,
+        source: "test" as const,
+        processingStatus: "stub" as const,
+        receivedAt: accepted!.receivedAt.toISOString(),
+        expiresAt: accepted!.expiresAt.toISOString()
+      }
+    })))
+}))

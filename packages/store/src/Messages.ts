@@ -1,0 +1,118 @@
+/** Reading messages as their reader sees them (spec 2.10, 2.11). */
+import { type MessageDetail } from "@burnbox/domain"
+import { UNKNOWN_SENDER_ADDRESS } from "@burnbox/domain/mail/index"
+import { Context, Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+
+interface DetailRow {
+  id: number
+  source: "smtp" | "test"
+  alias_id: number
+  local_part: string
+  domain: string
+  label: string | null
+  sender_name: string | null
+  sender_address: string
+  envelope_from: string | null
+  subject: string
+  snippet: string
+  received_at: Date
+  expires_at: Date
+  size_bytes: number
+  is_read: boolean | null
+  starred: boolean | null
+  pinned: boolean | null
+  archived: boolean | null
+  trashed_at: Date | null
+  trash_purge_at: Date | null
+  has_attachments: boolean
+  spam_score: number | null
+  auth: { spf: string | null; dkim: string | null; dmarc: string | null }
+  otp_codes: Array<string>
+  processing_status: MessageDetail["processingStatus"]
+  headers: Record<string, string | Array<string>>
+  text_body: string | null
+  has_html: boolean
+  verification_links: Array<string>
+}
+
+export class Messages extends Context.Service<Messages, {
+  readonly detail: (accountId: number, id: number, baseUrl: string) => Effect.Effect<MessageDetail | undefined>
+  readonly raw: (accountId: number, id: number) => Effect.Effect<Uint8Array | undefined>
+}>()("burnbox/Messages") {
+  static readonly layer = Layer.effect(Messages, Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+
+    const detail = Effect.fn("Messages.detail")(function*(accountId: number, id: number, baseUrl: string) {
+      const rows = yield* sql<DetailRow>`
+        SELECT m.id, m.source, m.alias_id, al.local_part, d.name AS domain, al.label, m.sender_name, m.sender_address,
+               m.envelope_from, m.subject, m.snippet, m.received_at, m.expires_at, m.size_bytes, s.is_read, s.starred,
+               s.pinned, s.archived, m.trashed_at, m.trash_purge_at, m.has_attachments, m.spam_score, m.auth, m.otp_codes,
+               m.processing_status, m.headers, m.text_body, m.html_sanitized IS NOT NULL AS has_html, m.verification_links
+        FROM messages m
+        JOIN aliases al ON al.id = m.alias_id
+        JOIN domains d ON d.id = al.domain_id
+        LEFT JOIN message_states s ON s.message_id = m.id AND s.account_id = ${accountId}
+        WHERE m.id = ${id} AND m.account_id = ${accountId}`.pipe(Effect.orDie)
+      const row = rows[0]
+      if (row === undefined) return undefined
+      const [attachments, tags] = yield* Effect.all([
+        sql<{ id: number; filename: string; mime_type: string; size_bytes: number; dangerous: boolean; previewable: boolean }>`
+          SELECT id, filename, mime_type, size_bytes, dangerous, previewable FROM attachments WHERE message_id = ${id} ORDER BY position`,
+        sql<{ id: number; name: string; color: string | null }>`
+          SELECT t.id, t.name, t.color FROM message_tags mt JOIN tags t ON t.id = mt.tag_id
+          WHERE mt.message_id = ${id} AND mt.account_id = ${accountId} ORDER BY t.name_key`
+      ], { concurrency: 2 }).pipe(Effect.orDie)
+      const url = `${baseUrl}/messages/${row.id}`
+      const isRead = row.is_read ?? false
+      const htmlUrl = row.has_html ? `${url}/html` : null
+      return {
+        id: row.id,
+        source: row.source,
+        alias: { id: row.alias_id, address: `${row.local_part}@${row.domain}`, label: row.label, domain: row.domain },
+        sender: { name: row.sender_name, address: row.sender_address || row.envelope_from || UNKNOWN_SENDER_ADDRESS },
+        subject: row.subject,
+        snippet: row.snippet,
+        receivedAt: row.received_at.toISOString(),
+        expiresAt: row.expires_at.toISOString(),
+        sizeBytes: row.size_bytes,
+        isRead,
+        unread: !isRead,
+        starred: row.starred ?? false,
+        pinned: row.pinned ?? false,
+        archived: row.archived ?? false,
+        trashed: row.trashed_at !== null,
+        trashedAt: row.trashed_at?.toISOString() ?? null,
+        trashPurgeAt: row.trash_purge_at?.toISOString() ?? null,
+        hasAttachments: row.has_attachments,
+        spamScore: row.spam_score,
+        auth: row.auth,
+        otpCodes: row.otp_codes,
+        tags,
+        processingStatus: row.processing_status,
+        headers: row.headers,
+        textBody: row.text_body,
+        htmlUrl,
+        remoteImages: htmlUrl === null ? null : { blockedUrl: htmlUrl, loadUrl: `${htmlUrl}?remote=1`, alwaysLoadFromSender: false },
+        rawUrl: `${url}/raw`,
+        verificationLinks: row.verification_links,
+        attachments: attachments.map((a) => ({
+          id: a.id,
+          filename: a.filename,
+          mimeType: a.mime_type,
+          sizeBytes: a.size_bytes,
+          dangerous: a.dangerous,
+          downloadUrl: `${url}/attachments/${a.id}`,
+          previewUrl: a.previewable ? `${url}/attachments/${a.id}/preview` : null
+        }))
+      } satisfies MessageDetail
+    })
+
+    const raw = (accountId: number, id: number) =>
+      sql<{ raw: Uint8Array }>`
+        SELECT r.raw FROM message_raw r JOIN messages m ON m.id = r.message_id
+        WHERE m.id = ${id} AND m.account_id = ${accountId}`.pipe(Effect.orDie, Effect.map((rows) => rows[0]?.raw))
+
+    return Messages.of({ detail, raw })
+  }))
+}
