@@ -212,6 +212,8 @@ export class Aliases extends Context.Service<Aliases, {
       const token = randomSecret(24)
       const expiresAt = new Date(at.getTime() + ReservationLifetimeMs)
       const candidates = yield* sql.withTransaction(Effect.gen(function*() {
+        // One reservation at a time per account: concurrent requests queue here, and each ends the previous one.
+        yield* sql`SELECT id FROM accounts WHERE id = ${accountId} FOR UPDATE`
         yield* endReservations(accountId, at)
         const [reservation] = yield* sql<{ id: number }>`
           INSERT INTO alias_reservations (account_id, token_digest, expires_at)
