@@ -17,10 +17,11 @@ import {
 import { ApiToken, CreatedToken, CreateToken } from "./ApiToken.ts"
 import { Bootstrap } from "./Bootstrap.ts"
 import { MailDomain } from "./MailDomain.ts"
-import { InjectedTestMessage, MessageDetail, TestMessageInput } from "./Message.ts"
+import { InjectedTestMessage, ListMessagesQuery, MessageDetail, MessagePage, TestMessageInput } from "./Message.ts"
 import { Errors } from "./Problem.ts"
 import { PushSettings } from "./Push.ts"
 import { CreateTag, Tag, TagWithCount, UpdateTag } from "./Tag.ts"
+import { WebhooksGroup } from "./WebhooksApi.ts"
 
 const E = Errors
 
@@ -163,6 +164,11 @@ export class AliasesGroup extends HttpApiGroup.make("aliases")
 
 export class MessagesGroup extends HttpApiGroup.make("messages")
   .add(
+    HttpApiEndpoint.get("list", "/messages", {
+      query: ListMessagesQuery,
+      success: MessagePage,
+      error: [E.ValidationFailed, E.ServiceUnavailable]
+    }).annotate(Access, requires("read")),
     HttpApiEndpoint.get("get", "/messages/:id", { params: IdParams, success: MessageDetail, error: E.NotFound })
       .annotate(Access, requires("read")),
     HttpApiEndpoint.get("raw", "/messages/:id/raw", {
@@ -197,6 +203,7 @@ export class BurnboxApi extends HttpApi.make("burnbox")
   .add(AliasesGroup)
   .add(MessagesGroup)
   .add(TestMailGroup)
+  .add(WebhooksGroup)
   .middleware(ValidationErrors)
   .prefix("/api/v1")
   .annotate(HttpApi.PayloadParseOptions, { onExcessProperty: "error", errors: "all" })

@@ -100,3 +100,38 @@ export const InjectedTestMessage = Schema.Struct({
   receivedAt: DateTimeString,
   expiresAt: DateTimeString
 }).annotate({ identifier: "InjectedTestMessage" })
+
+/** Spec 2.12. */
+export const MessagePage = Schema.Struct({
+  items: Schema.Array(MessageSummary),
+  nextCursor: Schema.NullOr(Schema.String),
+  total: NonNegativeInt
+}).annotate({ identifier: "MessagePage" })
+export type MessagePage = typeof MessagePage.Type
+
+const BooleanParam = Schema.Literals(["true", "false"])
+const DateTimeParam = Schema.String.check(Schema.isPattern(
+  /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/,
+  { message: "invalid_date_time" }
+))
+const PositiveIntParam = Schema.NumberFromString.pipe(Schema.decodeTo(Schema.Int.check(Schema.isGreaterThanOrEqualTo(1))))
+
+/** Spec 4.5 query parameters of GET /messages; out-of-range values are 422, never clamped. */
+export const ListMessagesQuery = {
+  q: Schema.optionalKey(Schema.String.check(Schema.isMaxLength(512))),
+  alias: Schema.optionalKey(PositiveIntParam),
+  domain: Schema.optionalKey(Schema.String.check(Schema.isMaxLength(253))),
+  unread: Schema.optionalKey(BooleanParam),
+  hasAttachment: Schema.optionalKey(BooleanParam),
+  starred: Schema.optionalKey(BooleanParam),
+  pinned: Schema.optionalKey(BooleanParam),
+  tag: Schema.optionalKey(PositiveIntParam),
+  archived: Schema.optionalKey(BooleanParam),
+  trashed: Schema.optionalKey(BooleanParam),
+  excludeShared: Schema.optionalKey(BooleanParam),
+  dateFrom: Schema.optionalKey(DateTimeParam),
+  dateTo: Schema.optionalKey(DateTimeParam),
+  cursor: Schema.optionalKey(Schema.String.check(Schema.isMaxLength(1024))),
+  limit: Schema.optionalKey(Schema.NumberFromString.pipe(Schema.decodeTo(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 100 }))))),
+  sort: Schema.optionalKey(Schema.Literals(["newest", "oldest"]))
+}

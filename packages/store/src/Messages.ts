@@ -1,8 +1,10 @@
 /** Reading messages as their reader sees them (spec 2.10, 2.11). */
-import { type MessageDetail } from "@burnbox/domain"
+import { type MessageDetail, type MessagePage, type MessageSummary, ValidationFailed } from "@burnbox/domain"
 import { UNKNOWN_SENDER_ADDRESS } from "@burnbox/domain/mail/index"
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
+import { Keyring } from "./Keyring.ts"
+import { decodeCursor, encodeCursor, type ListFilters, listConditions } from "./MessageList.ts"
 
 interface DetailRow {
   id: number
@@ -36,19 +38,109 @@ interface DetailRow {
   verification_links: Array<string>
 }
 
+type SummaryRow = Omit<DetailRow, "headers" | "text_body" | "has_html" | "verification_links">
+type TagRow = { id: number; name: string; color: string | null }
+
+const toSummary = (row: SummaryRow, tags: ReadonlyArray<TagRow>): MessageSummary => {
+  const isRead = row.is_read ?? false
+  return {
+    id: row.id,
+    source: row.source,
+    alias: { id: row.alias_id, address: `${row.local_part}@${row.domain}`, label: row.label, domain: row.domain },
+    sender: { name: row.sender_name, address: row.sender_address || row.envelope_from || UNKNOWN_SENDER_ADDRESS },
+    subject: row.subject,
+    snippet: row.snippet,
+    receivedAt: row.received_at.toISOString(),
+    expiresAt: row.expires_at.toISOString(),
+    sizeBytes: row.size_bytes,
+    isRead,
+    unread: !isRead,
+    starred: row.starred ?? false,
+    pinned: row.pinned ?? false,
+    archived: row.archived ?? false,
+    trashed: row.trashed_at !== null,
+    trashedAt: row.trashed_at?.toISOString() ?? null,
+    trashPurgeAt: row.trash_purge_at?.toISOString() ?? null,
+    hasAttachments: row.has_attachments,
+    spamScore: row.spam_score,
+    auth: row.auth,
+    otpCodes: row.otp_codes,
+    tags: tags.map((t) => ({ id: t.id, name: t.name, color: t.color })),
+    processingStatus: row.processing_status
+  }
+}
+
+const summaryColumns = `m.id, m.source, m.alias_id, al.local_part, d.name AS domain, al.label, m.sender_name, m.sender_address,
+  m.envelope_from, m.subject, m.snippet, m.received_at, m.expires_at, m.size_bytes, s.is_read, s.starred, s.pinned,
+  s.archived, m.trashed_at, m.trash_purge_at, m.has_attachments, m.spam_score, m.auth, m.otp_codes, m.processing_status`
+
 export class Messages extends Context.Service<Messages, {
   readonly detail: (accountId: number, id: number, baseUrl: string) => Effect.Effect<MessageDetail | undefined>
   readonly raw: (accountId: number, id: number) => Effect.Effect<Uint8Array | undefined>
+  readonly list: (accountId: number, filters: ListFilters & { readonly cursor?: string; readonly limit?: number }) =>
+    Effect.Effect<MessagePage, ValidationFailed>
 }>()("burnbox/Messages") {
   static readonly layer = Layer.effect(Messages, Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
+    const keyring = yield* Keyring
+
+    const tagsOf = (accountId: number, ids: ReadonlyArray<number>) =>
+      ids.length === 0
+        ? Effect.succeed(new Map<number, Array<TagRow>>())
+        : sql<TagRow & { message_id: number }>`
+            SELECT mt.message_id, t.id, t.name, t.color FROM message_tags mt JOIN tags t ON t.id = mt.tag_id
+            WHERE mt.account_id = ${accountId} AND mt.message_id IN ${sql.in(ids)} ORDER BY t.name_key`.pipe(
+            Effect.orDie,
+            Effect.map((rows) => {
+              const byMessage = new Map<number, Array<TagRow>>()
+              for (const row of rows) byMessage.set(row.message_id, [...(byMessage.get(row.message_id) ?? []), row])
+              return byMessage
+            })
+          )
+
+    const list = Effect.fn("Messages.list")(function*(accountId: number, filters: ListFilters & { readonly cursor?: string; readonly limit?: number }) {
+      const { cursor, limit = 50, ...rest } = filters
+      const where = yield* listConditions(sql, accountId, rest)
+      const newest = (rest.sort ?? "newest") === "newest"
+      let position: { receivedAt: string; id: number } | undefined
+      if (cursor !== undefined) {
+        position = decodeCursor(keyring, rest, cursor)
+        if (position === undefined) return yield* Effect.fail(ValidationFailed.withFields({ cursor: "invalid_cursor" }, "The cursor is not one this list gave out, or it belongs to other filters."))
+      }
+      const after = position === undefined
+        ? sql`true`
+        : newest
+        ? sql`(m.received_at, m.id) < (${new Date(position.receivedAt)}, ${position.id})`
+        : sql`(m.received_at, m.id) > (${new Date(position.receivedAt)}, ${position.id})`
+      const from = sql`
+        FROM messages m
+        JOIN aliases al ON al.id = m.alias_id
+        JOIN domains d ON d.id = al.domain_id
+        LEFT JOIN message_states s ON s.message_id = m.id AND s.account_id = ${accountId}`
+      const [rows, counted] = yield* Effect.all([
+        sql<SummaryRow>`
+          SELECT ${sql.literal(summaryColumns)} ${from}
+          WHERE ${where} AND ${after}
+          ORDER BY ${newest ? sql`m.received_at DESC, m.id DESC` : sql`m.received_at ASC, m.id ASC`}
+          LIMIT ${limit + 1}`,
+        sql<{ total: number }>`SELECT count(*)::int AS total ${from} WHERE ${where}`
+      ], { concurrency: 2 }).pipe(Effect.orDie)
+      const page = rows.slice(0, limit)
+      const tags = yield* tagsOf(accountId, page.map((r) => r.id))
+      const last = page[page.length - 1]
+      return {
+        items: page.map((row) => toSummary(row, tags.get(row.id) ?? [])),
+        nextCursor: rows.length > limit && last !== undefined
+          ? encodeCursor(keyring, rest, { receivedAt: last.received_at.toISOString(), id: last.id })
+          : null,
+        total: counted[0]!.total
+      } satisfies MessagePage
+    })
 
     const detail = Effect.fn("Messages.detail")(function*(accountId: number, id: number, baseUrl: string) {
       const rows = yield* sql<DetailRow>`
-        SELECT m.id, m.source, m.alias_id, al.local_part, d.name AS domain, al.label, m.sender_name, m.sender_address,
-               m.envelope_from, m.subject, m.snippet, m.received_at, m.expires_at, m.size_bytes, s.is_read, s.starred,
-               s.pinned, s.archived, m.trashed_at, m.trash_purge_at, m.has_attachments, m.spam_score, m.auth, m.otp_codes,
-               m.processing_status, m.headers, m.text_body, m.html_sanitized IS NOT NULL AS has_html, m.verification_links
+        SELECT ${sql.literal(summaryColumns)},
+               m.headers, m.text_body, m.html_sanitized IS NOT NULL AS has_html, m.verification_links
         FROM messages m
         JOIN aliases al ON al.id = m.alias_id
         JOIN domains d ON d.id = al.domain_id
@@ -58,38 +150,14 @@ export class Messages extends Context.Service<Messages, {
       if (row === undefined) return undefined
       const [attachments, tags] = yield* Effect.all([
         sql<{ id: number; filename: string; mime_type: string; size_bytes: number; dangerous: boolean; previewable: boolean }>`
-          SELECT id, filename, mime_type, size_bytes, dangerous, previewable FROM attachments WHERE message_id = ${id} ORDER BY position`,
-        sql<{ id: number; name: string; color: string | null }>`
-          SELECT t.id, t.name, t.color FROM message_tags mt JOIN tags t ON t.id = mt.tag_id
-          WHERE mt.message_id = ${id} AND mt.account_id = ${accountId} ORDER BY t.name_key`
-      ], { concurrency: 2 }).pipe(Effect.orDie)
+          SELECT id, filename, mime_type, size_bytes, dangerous, previewable FROM attachments WHERE message_id = ${id} ORDER BY position`
+          .pipe(Effect.orDie),
+        tagsOf(accountId, [id]).pipe(Effect.map((byMessage) => byMessage.get(id) ?? []))
+      ], { concurrency: 2 })
       const url = `${baseUrl}/messages/${row.id}`
-      const isRead = row.is_read ?? false
       const htmlUrl = row.has_html ? `${url}/html` : null
       return {
-        id: row.id,
-        source: row.source,
-        alias: { id: row.alias_id, address: `${row.local_part}@${row.domain}`, label: row.label, domain: row.domain },
-        sender: { name: row.sender_name, address: row.sender_address || row.envelope_from || UNKNOWN_SENDER_ADDRESS },
-        subject: row.subject,
-        snippet: row.snippet,
-        receivedAt: row.received_at.toISOString(),
-        expiresAt: row.expires_at.toISOString(),
-        sizeBytes: row.size_bytes,
-        isRead,
-        unread: !isRead,
-        starred: row.starred ?? false,
-        pinned: row.pinned ?? false,
-        archived: row.archived ?? false,
-        trashed: row.trashed_at !== null,
-        trashedAt: row.trashed_at?.toISOString() ?? null,
-        trashPurgeAt: row.trash_purge_at?.toISOString() ?? null,
-        hasAttachments: row.has_attachments,
-        spamScore: row.spam_score,
-        auth: row.auth,
-        otpCodes: row.otp_codes,
-        tags,
-        processingStatus: row.processing_status,
+        ...toSummary(row, tags),
         headers: row.headers,
         textBody: row.text_body,
         htmlUrl,
@@ -113,6 +181,6 @@ export class Messages extends Context.Service<Messages, {
         SELECT r.raw FROM message_raw r JOIN messages m ON m.id = r.message_id
         WHERE m.id = ${id} AND m.account_id = ${accountId}`.pipe(Effect.orDie, Effect.map((rows) => rows[0]?.raw))
 
-    return Messages.of({ detail, raw })
+    return Messages.of({ detail, raw, list })
   }))
 }

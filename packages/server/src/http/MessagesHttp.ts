@@ -9,6 +9,7 @@ export const MessagesHttp = HttpApiBuilder.group(BurnboxApi, "messages", Effect.
   const messages = yield* Messages
   const config = yield* BurnboxConfig
   return handlers
+    .handle("list", ({ query }) => Effect.flatMap(CurrentPrincipal, (p) => messages.list(p.accountId, query)))
     .handle("get", ({ params }) =>
       Effect.flatMap(CurrentPrincipal, (p) => messages.detail(p.accountId, params.id, config.baseUrl)).pipe(
         Effect.flatMap((detail) => (detail === undefined ? notFound() : Effect.succeed(detail)))

@@ -1,0 +1,117 @@
+/**
+ * GET /messages (spec 4.5): every filter, full-text `q` (decisions.md syntax) through the
+ * `search` tsvector, keyset pagination over (received_at, id) with an opaque cursor signed
+ * with BURNBOX_SECRET and bound to its filters, and a `total` of exactly the filtered set.
+ */
+import { type MessageSummary, ValidationFailed } from "@burnbox/domain"
+import { parseSearchQuery, type SearchTerm } from "@burnbox/domain/search/index"
+import { Effect, Result } from "effect"
+import type { SqlClient, Statement } from "effect/sql"
+import type { Keyring } from "./Keyring.ts"
+
+export interface ListFilters {
+  readonly q?: string
+  readonly alias?: number
+  readonly domain?: string
+  readonly unread?: "true" | "false"
+  readonly hasAttachment?: "true" | "false"
+  readonly starred?: "true" | "false"
+  readonly pinned?: "true" | "false"
+  readonly tag?: number
+  readonly archived?: "true" | "false"
+  readonly trashed?: "true" | "false"
+  readonly excludeShared?: "true" | "false"
+  readonly dateFrom?: string
+  readonly dateTo?: string
+  readonly sort?: "newest" | "oldest"
+}
+
+interface CursorPosition {
+  readonly receivedAt: string
+  readonly id: number
+}
+
+/** The filters a cursor belongs to: everything but the cursor and the page size. */
+const filterKey = (filters: ListFilters) =>
+  JSON.stringify(Object.entries(filters).filter(([k, v]) => v !== undefined && k !== "cursor" && k !== "limit").sort())
+
+export const encodeCursor = (keyring: Keyring["Service"], filters: ListFilters, position: CursorPosition): string => {
+  const payload = Buffer.from(JSON.stringify({ r: position.receivedAt, i: position.id, f: keyring.sign("cursor-filters", filterKey(filters)) })).toString("base64url")
+  return `${payload}.${keyring.sign("cursor", payload)}`
+}
+
+export const decodeCursor = (keyring: Keyring["Service"], filters: ListFilters, cursor: string): CursorPosition | undefined => {
+  const [payload, signature, ...rest] = cursor.split(".")
+  if (payload === undefined || signature === undefined || rest.length > 0 || keyring.sign("cursor", payload) !== signature) return undefined
+  try {
+    const decoded = JSON.parse(Buffer.from(payload, "base64url").toString("utf8")) as { r?: unknown; i?: unknown; f?: unknown }
+    if (decoded.f !== keyring.sign("cursor-filters", filterKey(filters))) return undefined
+    if (typeof decoded.r !== "string" || Number.isNaN(Date.parse(decoded.r)) || typeof decoded.i !== "number") return undefined
+    return { receivedAt: decoded.r, id: decoded.i }
+  } catch {
+    return undefined
+  }
+}
+
+const likePattern = (value: string) => `%${value.replace(/[\\%_]/g, "\\$&")}%`
+
+const bool = (value: "true" | "false" | undefined) => (value === undefined ? undefined : value === "true")
+
+/** The SQL conditions of the filters (without the cursor), or the 422 of a bad `q`. */
+export const listConditions = (sql: SqlClient.SqlClient, accountId: number, filters: ListFilters) =>
+  Effect.gen(function*() {
+    const trashed = bool(filters.trashed) ?? false
+    const conditions: Array<Statement.Fragment> = [sql`m.account_id = ${accountId}`]
+    conditions.push(trashed ? sql`m.trashed_at IS NOT NULL` : sql`m.trashed_at IS NULL`)
+    // The archived filter does not apply to the trash (spec 4.5, rule 1).
+    if (!trashed) conditions.push(sql`coalesce(s.archived, false) = ${bool(filters.archived) ?? false}`)
+    if (filters.alias !== undefined) conditions.push(sql`m.alias_id = ${filters.alias}`)
+    if (filters.domain !== undefined) conditions.push(sql`d.name = ${filters.domain.toLowerCase()}`)
+    const unread = bool(filters.unread)
+    if (unread !== undefined) conditions.push(sql`coalesce(s.is_read, false) = ${!unread}`)
+    const hasAttachment = bool(filters.hasAttachment)
+    if (hasAttachment !== undefined) conditions.push(sql`m.has_attachments = ${hasAttachment}`)
+    const starred = bool(filters.starred)
+    if (starred !== undefined) conditions.push(sql`coalesce(s.starred, false) = ${starred}`)
+    const pinned = bool(filters.pinned)
+    if (pinned !== undefined) conditions.push(sql`coalesce(s.pinned, false) = ${pinned}`)
+    if (filters.tag !== undefined) {
+      conditions.push(sql`EXISTS (SELECT 1 FROM message_tags mt WHERE mt.message_id = m.id AND mt.account_id = ${accountId} AND mt.tag_id = ${filters.tag})`)
+    }
+    if (filters.dateFrom !== undefined) conditions.push(sql`m.received_at >= ${new Date(filters.dateFrom)}`)
+    if (filters.dateTo !== undefined) conditions.push(sql`m.received_at <= ${new Date(filters.dateTo)}`)
+    if (filters.q !== undefined && filters.q.trim() !== "") {
+      const parsed = parseSearchQuery(filters.q)
+      if (Result.isFailure(parsed)) return yield* Effect.fail(ValidationFailed.withFields({ q: "invalid_query" }, parsed.failure.message))
+      const query = parsed.success
+      const senderText = sql`(coalesce(m.sender_name, '') || ' ' || m.sender_address)`
+      const match = (term: SearchTerm, fragment: Statement.Fragment) => (term.negated ? sql`NOT (${fragment})` : fragment)
+      for (const term of query.terms) {
+        conditions.push(match(term, trashed
+          // In the trash, `q` is answered from the database: subject and sender only (rule 2).
+          ? sql`(m.subject ILIKE ${likePattern(term.value)} OR ${senderText} ILIKE ${likePattern(term.value)})`
+          : term.kind === "phrase"
+          ? sql`m.search @@ phraseto_tsquery('simple', ${term.value})`
+          : sql`m.search @@ plainto_tsquery('simple', ${term.value})`))
+      }
+      for (const term of query.from) conditions.push(match(term, sql`${senderText} ILIKE ${likePattern(term.value)}`))
+      for (const term of query.to) {
+        conditions.push(match(term, sql`(m.recipient ILIKE ${likePattern(term.value)} OR m.headers->>'to' ILIKE ${likePattern(term.value)})`))
+      }
+      for (const term of query.subject) conditions.push(match(term, sql`m.subject ILIKE ${likePattern(term.value)}`))
+      for (const tag of query.tags) {
+        conditions.push(match({ ...tag, kind: "text" }, sql`EXISTS (
+          SELECT 1 FROM message_tags mt JOIN tags t ON t.id = mt.tag_id
+          WHERE mt.message_id = m.id AND mt.account_id = ${accountId} AND t.name_key = ${tag.value.toLowerCase()})`))
+      }
+      if (query.hasAttachment !== undefined) conditions.push(sql`m.has_attachments = ${query.hasAttachment}`)
+      if (query.isUnread !== undefined) conditions.push(sql`coalesce(s.is_read, false) = ${!query.isUnread}`)
+      if (query.isStarred !== undefined) conditions.push(sql`coalesce(s.starred, false) = ${query.isStarred}`)
+      if (query.isPinned !== undefined) conditions.push(sql`coalesce(s.pinned, false) = ${query.isPinned}`)
+      if (query.before !== undefined) conditions.push(sql`m.received_at < ${new Date(`${query.before}T00:00:00Z`)}`)
+      if (query.after !== undefined) conditions.push(sql`m.received_at >= ${new Date(`${query.after}T00:00:00Z`)}`)
+    }
+    return sql.and(conditions)
+  })
+
+export type { MessageSummary }
