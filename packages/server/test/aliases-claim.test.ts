@@ -189,8 +189,9 @@ describe("POST /aliases/candidates (spec 2.9, 4.3; ten minutes per decisions.md)
 
   it("concurrent reservations of one account leave exactly one live reservation of five", async () => {
     const session = await h.signup({ plan: "premium" })
-    const answers = await Promise.all(Array.from({ length: 4 }, () => reserve({ session })))
-    expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200])
+    const answers = await Promise.all(Array.from({ length: 8 }, () => reserve({ session })))
+    expect(answers.every((a) => a.status === 200)).toBe(true)
+    // Each reservation released the one before it, whatever order they ran in: one is left.
     expect(await releaseAll({ session })).toBe(5)
   })
 })

@@ -124,7 +124,11 @@ export class Aliases extends Context.Service<Aliases, {
     selfDestructAt?: string | null | undefined
   }) => Effect.Effect<Alias, Conflict | Forbidden | ValidationFailed | RateLimited>
   readonly transition: (accountId: number, id: number, to: Transition) => Effect.Effect<Alias, NotFound | Conflict>
-  readonly describe: (accountId: number, id: number, input: { label?: string | null; note?: string | null }) => Effect.Effect<Alias, NotFound>
+  readonly change: (accountId: number, id: number, input: {
+    label?: string | null | undefined
+    note?: string | null | undefined
+    to?: Transition | undefined
+  }) => Effect.Effect<Alias, NotFound | Conflict>
   readonly setTimer: (accountId: number, id: number, at: string) => Effect.Effect<AliasTimer, NotFound | Forbidden | Conflict | ValidationFailed>
   readonly clearTimer: (accountId: number, id: number) => Effect.Effect<AliasTimer, NotFound | Conflict>
   /** Burns aliases whose deadline passed and emits the 24-hour notices that are due. */
@@ -318,12 +322,11 @@ export class Aliases extends Context.Service<Aliases, {
       })).pipe(Effect.catchTag("SqlError", Effect.die))
     })
 
-    const transition = Effect.fn("Aliases.transition")(function*(accountId: number, id: number, to: Transition) {
-      const at = yield* now
-      return yield* sql.withTransaction(Effect.gen(function*() {
-        const row = yield* owned(accountId, id, true)
+    /** Moves a locked alias to `to`; inside the caller's transaction. */
+    const applyTransition = (accountId: number, row: Row, to: Transition, at: Date) =>
+      Effect.gen(function*() {
         const target: Status = to === "pause" ? "paused" : to === "resume" ? "active" : "burned"
-        if (row.status === target) return toAlias(row)
+        if (row.status === target) return
         if (row.status === "burned") {
           return yield* Effect.fail(conflict("alias_burned", "This alias is burned; burning cannot be undone."))
         }
@@ -332,32 +335,46 @@ export class Aliases extends Context.Service<Aliases, {
           if ((yield* activeCount(accountId)) >= resolved.activeAliasCap) {
             return yield* Effect.fail(conflict("active_alias_cap", `Your plan allows ${resolved.activeAliasCap} active aliases; pause or burn one first.`))
           }
-          yield* sql`UPDATE aliases SET status = 'active', plan_paused = false WHERE id = ${id}`.pipe(Effect.orDie)
+          yield* sql`UPDATE aliases SET status = 'active', plan_paused = false WHERE id = ${row.id}`.pipe(Effect.orDie)
         } else if (target === "paused") {
-          yield* sql`UPDATE aliases SET status = 'paused', paused_at = ${at} WHERE id = ${id}`.pipe(Effect.orDie)
+          yield* sql`UPDATE aliases SET status = 'paused', paused_at = ${at} WHERE id = ${row.id}`.pipe(Effect.orDie)
           yield* appendEvent(sql, { accountId, alias: eventAlias(row), type: "alias.paused", time: at, data: { alias: eventAlias(row), paused_at: at.toISOString() } })
         } else {
           yield* burn(row, at)
         }
+      })
+
+    /**
+     * Label, note and a transition in one transaction: a refused transition changes nothing,
+     * and the event of an accepted one carries the new label.
+     */
+    const change = Effect.fn("Aliases.change")(function*(accountId: number, id: number, input: {
+      label?: string | null | undefined
+      note?: string | null | undefined
+      to?: Transition | undefined
+    }) {
+      const at = yield* now
+      return yield* sql.withTransaction(Effect.gen(function*() {
+        yield* owned(accountId, id, true)
+        if (input.label !== undefined || input.note !== undefined) {
+          yield* sql`
+            UPDATE aliases SET
+              label = CASE WHEN ${input.label !== undefined} THEN ${input.label ?? null}::text ELSE label END,
+              note = CASE WHEN ${input.note !== undefined} THEN ${input.note ?? null}::text ELSE note END
+            WHERE id = ${id}`.pipe(Effect.orDie)
+        }
+        if (input.to !== undefined) yield* applyTransition(accountId, yield* owned(accountId, id), input.to, at)
         return toAlias(yield* owned(accountId, id))
       })).pipe(Effect.catchTag("SqlError", Effect.die))
     })
+
+    const transition = (accountId: number, id: number, to: Transition) => change(accountId, id, { to })
 
     const burn = (row: Row, at: Date) =>
       Effect.gen(function*() {
         yield* sql`UPDATE aliases SET status = 'burned', burned_at = ${at}, plan_paused = false WHERE id = ${row.id}`.pipe(Effect.orDie)
         yield* appendEvent(sql, { accountId: row.account_id, alias: eventAlias(row), type: "alias.burned", time: at, data: { alias: eventAlias(row), burned_at: at.toISOString() } })
       })
-
-    const describe = Effect.fn("Aliases.describe")(function*(accountId: number, id: number, input: { label?: string | null; note?: string | null }) {
-      yield* owned(accountId, id)
-      yield* sql`
-        UPDATE aliases SET
-          label = CASE WHEN ${input.label !== undefined} THEN ${input.label ?? null}::text ELSE label END,
-          note = CASE WHEN ${input.note !== undefined} THEN ${input.note ?? null}::text ELSE note END
-        WHERE id = ${id}`.pipe(Effect.orDie)
-      return toAlias(yield* owned(accountId, id))
-    })
 
     const setTimer = Effect.fn("Aliases.setTimer")(function*(accountId: number, id: number, atInput: string) {
       const at = yield* now
@@ -387,7 +404,8 @@ export class Aliases extends Context.Service<Aliases, {
     const runTimers = Effect.gen(function*() {
       const at = yield* now
       return yield* sql.withTransaction(Effect.gen(function*() {
-        const due = yield* select(sql`al.status IN ('active', 'paused') AND al.self_destruct_at <= ${at} AND NOT al.self_destruct_suspended`, true)
+        // Spec 3.1: an active alias burns at its deadline; a paused one waits until it is resumed.
+        const due = yield* select(sql`al.status = 'active' AND al.self_destruct_at <= ${at} AND NOT al.self_destruct_suspended`, true)
         for (const row of due) yield* burn(row, at)
         const notice = yield* select(sql`
           al.status IN ('active', 'paused') AND NOT al.self_destruct_suspended AND al.expiring_notified_at IS NULL
@@ -456,7 +474,7 @@ export class Aliases extends Context.Service<Aliases, {
       release,
       claim,
       transition,
-      describe,
+      change,
       setTimer,
       clearTimer,
       runTimers,

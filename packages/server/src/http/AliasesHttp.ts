@@ -39,13 +39,7 @@ export const AliasesHttp = HttpApiBuilder.group(BurnboxApi, "aliases", Effect.fn
         if (payload.action !== undefined && fromStatus !== undefined && payload.action !== fromStatus) {
           return yield* Effect.fail(ValidationFailed.withFields({ status: "conflicts_with_action" }, "action and status ask for different transitions."))
         }
-        // The transition first: when it is refused, nothing of the request has changed.
-        const to = payload.action ?? fromStatus
-        if (to !== undefined) yield* aliases.transition(accountId, params.id, to)
-        return yield* aliases.describe(accountId, params.id, {
-          ...(payload.label === undefined ? {} : { label: payload.label }),
-          ...(payload.note === undefined ? {} : { note: payload.note })
-        })
+        return yield* aliases.change(accountId, params.id, { label: payload.label, note: payload.note, to: payload.action ?? fromStatus })
       }))
     .handle("remove", ({ params }) => move(params.id, "burn"))
     .handle("pause", ({ params }) => move(params.id, "pause"))
