@@ -21,7 +21,6 @@ import { InjectedTestMessage, ListMessagesQuery, MessageDetail, MessagePage, Tes
 import { Errors } from "./Problem.ts"
 import { PushSettings } from "./Push.ts"
 import { CreateTag, Tag, TagWithCount, UpdateTag } from "./Tag.ts"
-import { WebhooksGroup } from "./WebhooksApi.ts"
 
 const E = Errors
 
@@ -203,7 +202,6 @@ export class BurnboxApi extends HttpApi.make("burnbox")
   .add(AliasesGroup)
   .add(MessagesGroup)
   .add(TestMailGroup)
-  .add(WebhooksGroup)
   .middleware(ValidationErrors)
   .prefix("/api/v1")
   .annotate(HttpApi.PayloadParseOptions, { onExcessProperty: "error", errors: "all" })
