@@ -1,6 +1,6 @@
 /** `burnbox admin ...`: operator commands, each printing one JSON document on stdout. */
 import { parseOverrides, type PlanCode, Scopes, type Scope, toPlanLimits } from "@burnbox/domain"
-import { Accounts, Aliases, Domains, Tokens, toMailDomain } from "@burnbox/store"
+import { Accounts, Aliases, Domains, ServiceKeys, Tokens, toMailDomain } from "@burnbox/store"
 import { Effect, Redacted } from "effect"
 import { type Args, CliError, flag, required } from "./Args.ts"
 
@@ -98,6 +98,11 @@ export const admin = (args: Args) =>
         const row = yield* domains.retire(name)
         if (row === undefined) throw new CliError("domain_not_found", `no domain named ${name}`)
         return toMailDomain(row, true)
+      }
+      case "keys rotate": {
+        // The old key stays published (and signing) as previous for seven days.
+        const keys = yield* ServiceKeys
+        return yield* keys.rotate
       }
       default:
         throw new CliError("unknown_command", `unknown admin command "${key}"; see burnbox help`)

@@ -25,6 +25,7 @@ Usage:
   burnbox admin token create --email E --scopes read,manage-aliases,delete,webhooks,test [--name N]
   burnbox admin domain add NAME [--tier public|premium_only]
   burnbox admin domain retire NAME
+  burnbox admin keys rotate  new Ed25519 webhook signing key (the old one stays published 7 days)
 
 Configuration comes from the environment: DATABASE_URL, BURNBOX_DATA_DIR, BURNBOX_HTTP_PORT,
 BURNBOX_SMTP_PORT, BURNBOX_HOST, BURNBOX_SITE_URL, BURNBOX_DOMAINS, BURNBOX_SECRET, ...

@@ -21,6 +21,7 @@ import { InjectedTestMessage, ListMessagesQuery, MessageDetail, MessagePage, Tes
 import { Errors } from "./Problem.ts"
 import { PushSettings } from "./Push.ts"
 import { CreateTag, Tag, TagWithCount, UpdateTag } from "./Tag.ts"
+import { WebhooksGroup } from "./WebhooksApi.ts"
 
 const E = Errors
 
@@ -202,9 +203,11 @@ export class BurnboxApi extends HttpApi.make("burnbox")
   .add(AliasesGroup)
   .add(MessagesGroup)
   .add(TestMailGroup)
+  .add(WebhooksGroup)
   .middleware(ValidationErrors)
   .prefix("/api/v1")
   .annotate(HttpApi.PayloadParseOptions, { onExcessProperty: "error", errors: "all" })
+  .annotate(HttpApi.QueryParseOptions, { errors: "all" })
   .annotateMerge(OpenApi.annotations({
     title: "burnbox API",
     version: "2026-08-31",

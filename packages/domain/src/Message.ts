@@ -1,5 +1,6 @@
 import { Schema } from "effect"
 import { DateTimeString, Id, NonNegativeInt } from "./Common.ts"
+import { parseMailbox } from "./Mailbox.ts"
 import { Tag } from "./Tag.ts"
 
 export const ProcessingStatus = Schema.Literals(["stub", "processing", "processed", "failed"])
@@ -77,7 +78,10 @@ export const TestMessageLimits = {
 
 export const TestMessageInput = Schema.Struct({
   aliasId: Id,
-  from: Schema.String.check(Schema.isMaxLength(998)),
+  from: Schema.String.check(
+    Schema.isMaxLength(998),
+    Schema.makeFilter((value: string) => parseMailbox(value) !== undefined, { message: "invalid_mailbox" })
+  ),
   subject: Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(TestMessageLimits.subject)),
   text: Schema.optionalKey(Schema.NullOr(Schema.String.check(Schema.isMaxLength(TestMessageLimits.body)))),
   html: Schema.optionalKey(Schema.NullOr(Schema.String.check(Schema.isMaxLength(TestMessageLimits.body)))),

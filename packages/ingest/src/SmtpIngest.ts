@@ -25,6 +25,19 @@ export const hasBareLf = (chunk: Uint8Array, previous: number): boolean => {
   return false
 }
 
+interface AcceptedRecipient extends SMTPServerAddress {
+  delivery?: Delivery
+}
+
+/** One stored message per alias of this envelope, however many of its addresses it names. */
+const deliveriesOf = (session: SMTPServerSession): Array<Delivery> => {
+  const byAlias = new Map<number, Delivery>()
+  for (const recipient of session.envelope.rcptTo as Array<AcceptedRecipient>) {
+    if (recipient.delivery !== undefined && !byAlias.has(recipient.delivery.aliasId)) byAlias.set(recipient.delivery.aliasId, recipient.delivery)
+  }
+  return [...byAlias.values()]
+}
+
 export interface SmtpOptions {
   readonly port: number
   readonly host: string
@@ -68,11 +81,9 @@ export const makeSmtpServer = Effect.fnUntraced(function*(options: SmtpOptions) 
         const verdict = exit.value
         if (verdict.kind === "paused") return callback(smtpError(550, `5.2.1 <${address.address}>: mailbox disabled`))
         if (verdict.kind === "unknown") return callback(smtpError(550, `5.1.1 <${address.address}>: no such mailbox here`))
-        const deliveries = ((session as unknown as { deliveries?: Array<Delivery> }).deliveries ??= [])
-        // One stored message per alias, however many of its addresses the envelope names.
-        if (!deliveries.some((d) => d.aliasId === verdict.aliasId)) {
-          deliveries.push({ aliasId: verdict.aliasId, accountId: verdict.accountId, recipient: address.address })
-        }
+        // The verdict travels with the recipient: smtp-server keeps accepted recipients in the
+        // envelope, which RSET and each finished transaction reset.
+        ;(address as AcceptedRecipient).delivery = { aliasId: verdict.aliasId, accountId: verdict.accountId, recipient: address.address }
         callback()
       })
     },
@@ -88,7 +99,7 @@ export const makeSmtpServer = Effect.fnUntraced(function*(options: SmtpOptions) 
       stream.on("end", () => {
         if (stream.sizeExceeded) return callback(smtpError(552, `5.3.4 Message exceeds the ${MaxMessageBytes} byte limit`))
         if (bareLf) return callback(smtpError(550, "5.6.11 Bare LF line endings are not accepted; use CRLF"))
-        const deliveries = (session as unknown as { deliveries?: Array<Delivery> }).deliveries ?? []
+        const deliveries = deliveriesOf(session)
         if (deliveries.length === 0) return callback(smtpError(554, "5.5.1 No valid recipients"))
         const raw = Buffer.concat(chunks)
         chunks.length = 0

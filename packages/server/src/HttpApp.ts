@@ -1,7 +1,7 @@
 import { createServer } from "node:http"
 import { NodeHttpServer } from "@effect/platform-node"
 import { BurnboxApi } from "@burnbox/domain"
-import { Accounts, Aliases, BurnboxConfig, Mailstore, Messages, CandidateRandom, Domains, Keyring, RateLimiter, Sessions, Tags, Tokens } from "@burnbox/store"
+import { Accounts, Aliases, BurnboxConfig, Mailstore, Messages, CandidateRandom, Domains, Keyring, RateLimiter, Sessions, Tags, Tokens, ServiceKeys, Webhooks } from "@burnbox/store"
 import { Effect, Layer } from "effect"
 import { HttpRouter } from "effect/http"
 import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
@@ -13,6 +13,8 @@ import { TestMailHttp } from "./http/TestMailHttp.ts"
 import { AuthHttp } from "./http/AuthHttp.ts"
 import { TagsHttp } from "./http/TagsHttp.ts"
 import { TokensHttp } from "./http/TokensHttp.ts"
+import { WebhooksHttp } from "./http/WebhooksHttp.ts"
+import { WellKnownRoutes } from "./WellKnown.ts"
 import { ProblemRouting } from "./ProblemRouting.ts"
 import { ValidationErrorsLive } from "./Validation.ts"
 
@@ -26,17 +28,20 @@ export const ApiServices = Layer.mergeAll(
   RateLimiter.layer,
   Mailstore.layer,
   Messages.layer,
-  Aliases.layer.pipe(Layer.provide(RateLimiter.layer))
+  Aliases.layer.pipe(Layer.provide(RateLimiter.layer)),
+  Webhooks.layer,
+  ServiceKeys.layer
 ).pipe(Layer.provideMerge(Keyring.layer))
 
 /** Every route of the service: the API under /api/v1, its OpenAPI document and the docs page. */
 export const HttpRoutes = Layer.mergeAll(
   HttpApiBuilder.layer(BurnboxApi, { openapiPath: "/api/v1/openapi.json" }).pipe(
-    Layer.provide([AuthHttp, TokensHttp, AccountHttp, TagsHttp, AliasesHttp, MessagesHttp, TestMailHttp]),
+    Layer.provide([AuthHttp, TokensHttp, AccountHttp, TagsHttp, AliasesHttp, MessagesHttp, TestMailHttp, WebhooksHttp]),
     Layer.provide([AuthenticationLive, ValidationErrorsLive])
   ),
   HttpApiScalar.layer(BurnboxApi, { path: "/docs" }),
-  ProblemRouting
+  ProblemRouting,
+  WellKnownRoutes
 ).pipe(Layer.provide(ApiServices))
 
 /** The HTTP listener on BURNBOX_HOST:BURNBOX_HTTP_PORT, serving every route. */

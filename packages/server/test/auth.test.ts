@@ -103,7 +103,8 @@ describe("cookie-session bootstrap", () => {
     expect(bootstrap.csrfToken).toBe(session.csrf)
     expect(bootstrap.user.isAdmin).toBe(false)
     expect(bootstrap.user.handle).toBeNull()
-    expect(bootstrap.mercure).toEqual({ hubUrl: "http://127.0.0.1/.well-known/mercure", topic: `http://127.0.0.1/accounts/${session.accountId}` })
+    const site = h.baseUrl.replace("/api/v1", "")
+    expect(bootstrap.mercure).toEqual({ hubUrl: `${site}/.well-known/mercure`, topic: `${site}/accounts/${session.accountId}` })
     expect(bootstrap.push).toEqual({ enabled: false, nudgeDismissed: false, publicKey: null, subscriptions: [] })
     expect(bootstrap.domains.map((d) => [d.name, d.claimable, d.upgradeRequired])).toEqual([
       ["burnbox.test", true, false],

@@ -159,7 +159,7 @@ export class Aliases extends Context.Service<Aliases, {
         JOIN plans p ON p.code = a.plan
         WHERE ${where}
         ORDER BY al.id
-        ${lock ? sql`FOR UPDATE OF al` : sql``}`.pipe(Effect.orDie)
+        ${lock ? sql`FOR NO KEY UPDATE OF al` : sql``}`.pipe(Effect.orDie)
 
     const owned = (accountId: number, id: number, lock = false) =>
       select(sql`al.account_id = ${accountId} AND al.id = ${id} AND al.status <> 'reserved'`, lock).pipe(
@@ -169,7 +169,7 @@ export class Aliases extends Context.Service<Aliases, {
     const entitlementsOf = (accountId: number) =>
       sql<{ entitlements: PlanEntitlements; overrides: PlanOverrides; aliases_lifetime_claimed: number }>`
         SELECT p.entitlements, a.overrides, a.aliases_lifetime_claimed FROM accounts a JOIN plans p ON p.code = a.plan
-        WHERE a.id = ${accountId} FOR UPDATE OF a`.pipe(
+        WHERE a.id = ${accountId} FOR NO KEY UPDATE OF a`.pipe(
         Effect.orDie,
         Effect.map((rows) => ({ ...rows[0]!, resolved: resolveEntitlements(rows[0]!.entitlements, rows[0]!.overrides) }))
       )
@@ -217,7 +217,7 @@ export class Aliases extends Context.Service<Aliases, {
       const expiresAt = new Date(at.getTime() + ReservationLifetimeMs)
       const candidates = yield* sql.withTransaction(Effect.gen(function*() {
         // One reservation at a time per account: concurrent requests queue here, and each ends the previous one.
-        yield* sql`SELECT id FROM accounts WHERE id = ${accountId} FOR UPDATE`
+        yield* sql`SELECT id FROM accounts WHERE id = ${accountId} FOR NO KEY UPDATE`
         yield* endReservations(accountId, at)
         const [reservation] = yield* sql<{ id: number }>`
           INSERT INTO alias_reservations (account_id, token_digest, expires_at)
@@ -278,7 +278,7 @@ export class Aliases extends Context.Service<Aliases, {
         }
         const candidates = yield* sql<{ id: number; domain_id: number }>`
           SELECT id, domain_id FROM aliases
-          WHERE id = ${input.aliasId} AND reservation_id = ${reservation.id} AND status = 'reserved' FOR UPDATE`.pipe(Effect.orDie)
+          WHERE id = ${input.aliasId} AND reservation_id = ${reservation.id} AND status = 'reserved' FOR NO KEY UPDATE`.pipe(Effect.orDie)
         const candidate = candidates[0]
         if (candidate === undefined) {
           return yield* Effect.fail(conflict("candidate_not_reserved", "This candidate is not part of the reservation."))

@@ -123,7 +123,7 @@ export class Mailstore extends Context.Service<Mailstore, {
         for (const delivery of input.deliveries) {
           const [account] = yield* sql<{ storage_used_bytes: number; entitlements: PlanEntitlements; overrides: PlanOverrides }>`
             SELECT a.storage_used_bytes::float8 AS storage_used_bytes, p.entitlements, a.overrides
-            FROM accounts a JOIN plans p ON p.code = a.plan WHERE a.id = ${delivery.accountId} FOR UPDATE OF a`
+            FROM accounts a JOIN plans p ON p.code = a.plan WHERE a.id = ${delivery.accountId} FOR NO KEY UPDATE OF a`
           const plan = resolveEntitlements(account!.entitlements, account!.overrides)
           if (size > plan.storageQuotaBytes) return yield* Effect.fail(new OverQuota())
           const overBy = account!.storage_used_bytes + size - plan.storageQuotaBytes

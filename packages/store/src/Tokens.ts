@@ -93,7 +93,7 @@ export class Tokens extends Context.Service<Tokens, {
       const limit = Math.min(MaxActiveTokens, input.limit)
       const inserted = yield* sql.withTransaction(Effect.gen(function*() {
         // Serialise token creation per account so two requests cannot both take the tenth place.
-        yield* sql`SELECT id FROM accounts WHERE id = ${input.accountId} FOR UPDATE`
+        yield* sql`SELECT id FROM accounts WHERE id = ${input.accountId} FOR NO KEY UPDATE`
         const [{ active }] = (yield* sql<{ active: number }>`
           SELECT count(*)::int AS active FROM api_tokens
           WHERE account_id = ${input.accountId} AND status = 'active' AND (expires_at IS NULL OR expires_at > ${createdAt})`) as [{ active: number }]

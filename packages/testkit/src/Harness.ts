@@ -11,8 +11,8 @@ import { NodeHttpServer } from "@effect/platform-node"
 import { PgClient } from "@effect/sql-pg"
 import { HttpRoutes } from "@burnbox/server"
 import { makeSmtpServer } from "@burnbox/ingest"
-import { PipelineLive } from "@burnbox/worker"
-import { Aliases, Mailstore, BurnboxConfig, type BurnboxSettings, CandidateRandom, Keyring, RateLimiter, withClient, withDatabase } from "@burnbox/store"
+import { DnsResolver, PipelineLive } from "@burnbox/worker"
+import { Aliases, Mailstore, BurnboxConfig, freePort, type BurnboxSettings, CandidateRandom, Keyring, RateLimiter, withClient, withDatabase, type HostResolver, TargetResolver } from "@burnbox/store"
 import { seededRandom } from "@burnbox/domain/aliases/index"
 import { Clock, Context, Effect, Exit, Layer, Option, Redacted, Scope } from "effect"
 import { HttpRouter, HttpServer } from "effect/http"
@@ -83,6 +83,10 @@ export const TestSecret = "burnbox-test-secret-not-for-production"
 export interface HarnessOptions {
   /** Seed of the candidate generator, so reservations are reproducible. */
   readonly seed?: number
+  /** DNS records mail authentication sees, keyed `"TXT name"`; every other name is ENOTFOUND. */
+  readonly dnsRecords?: Readonly<Record<string, ReadonlyArray<unknown>>>
+  /** Replaces DNS for webhook URL checks (the SSRF tests). */
+  readonly targetResolver?: HostResolver
 }
 
 export const startHarness = async (
@@ -100,10 +104,11 @@ export const startHarness = async (
     url = withDatabase(cluster, database)
   }
   const clock = shareWith?.clock ?? makeManualClock()
+  const port = await freePort()
   const config = BurnboxConfig.make({
     secret: Redacted.make(TestSecret),
     databaseUrl: Option.some(url),
-    siteUrl: "http://127.0.0.1",
+    siteUrl: `http://127.0.0.1:${port}`,
     ...settings
   })
 
@@ -112,9 +117,12 @@ export const startHarness = async (
   const worker = Layer.mergeAll(Aliases.layer, Mailstore.layer).pipe(Layer.provide(RateLimiter.layer), Layer.provide(Keyring.layer), Layer.provide(random))
   const smtp = Layer.effect(SmtpPort, Effect.map(makeSmtpServer({ port: 0, host: "127.0.0.1", hostname: "mx.burnbox.test" }), (s) => s.port))
     .pipe(Layer.provide(Mailstore.layer))
-  const app = Layer.mergeAll(HttpRouter.serve(HttpRoutes, { disableLogger: true, disableListenLog: true }), worker, PipelineLive, smtp).pipe(
+  // No DNS here: mail authentication answers from fixed records, as strict as the real resolver.
+  const pipeline = PipelineLive.pipe(Layer.provide(DnsResolver.fixed(options.dnsRecords ?? {})))
+  const app = Layer.mergeAll(HttpRouter.serve(HttpRoutes, { disableLogger: true, disableListenLog: true }), worker, pipeline, smtp).pipe(
     Layer.provide(random),
-    Layer.provideMerge(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" })),
+    Layer.provide(options.targetResolver === undefined ? Layer.empty : Layer.succeed(TargetResolver, options.targetResolver)),
+    Layer.provideMerge(NodeHttpServer.layer(createServer, { port, host: "127.0.0.1" })),
     Layer.provide(PgClient.layer({ url, maxConnections: 5 })),
     Layer.provide(Layer.succeed(BurnboxConfig, config)),
     Layer.provide(Layer.succeed(Clock.Clock, clock))

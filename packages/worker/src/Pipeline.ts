@@ -11,6 +11,7 @@ import { type EventAlias } from "@burnbox/domain"
 import { analyzeMessage, parseMessage, type ParsedMessage } from "@burnbox/domain/mail/index"
 import { appendEvent, BurnboxConfig, now, PipelineChannel } from "@burnbox/store"
 import { Effect, Layer, Queue } from "effect"
+import { type AuthResults, authenticateMail, DnsResolver, noAuth } from "./MailAuth.ts"
 import { SqlClient } from "effect/sql"
 
 /** A claim older than this belongs to a worker that died; the message is taken again. */
@@ -45,10 +46,11 @@ export class Pipeline {
     })
 
     const fail = (id: number, reason: string) =>
-      sql`UPDATE messages SET processing_status = 'failed', failure_reason = ${reason}, processed_at = ${new Date()} WHERE id = ${id}`
+      Effect.flatMap(now, (at) =>
+        sql`UPDATE messages SET processing_status = 'failed', failure_reason = ${reason}, processed_at = ${at} WHERE id = ${id}`)
         .pipe(Effect.orDie, Effect.asVoid)
 
-    const store = (id: number, parsed: ParsedMessage) =>
+    const store = (id: number, parsed: ParsedMessage, auth: AuthResults) =>
       Effect.gen(function*() {
         const analysis = analyzeMessage(parsed)
         const at = yield* now
@@ -85,6 +87,7 @@ export class Pipeline {
               html_sanitized = ${analysis.sanitizedHtml}, remote_image_count = ${analysis.remoteImageCount},
               headers = ${JSON.stringify(parsed.headers)}::jsonb, otp_codes = ${JSON.stringify(analysis.otpCodes)}::jsonb,
               verification_links = ${JSON.stringify(analysis.verificationLinks)}::jsonb,
+              auth = ${JSON.stringify(auth)}::jsonb,
               has_attachments = ${parsed.attachments.length > 0},
               search = setweight(to_tsvector('simple', ${parsed.subject}), 'A')
                     || setweight(to_tsvector('simple', ${`${parsed.sender.name ?? ""} ${parsed.sender.address}`}), 'B')
@@ -114,7 +117,7 @@ export class Pipeline {
               from: { address: parsed.sender.address, name: parsed.sender.name },
               subject: parsed.subject,
               snippet: analysis.snippet,
-              auth: { spf: null, dkim: null, dmarc: null },
+              auth,
               spam_score: null,
               size: message.size_bytes,
               has_attachments: parsed.attachments.length > 0
@@ -129,11 +132,18 @@ export class Pipeline {
     const processOne = (claimed: Claimed) =>
       Effect.gen(function*() {
         if (claimed.processing_attempts > MaxAttempts) return yield* fail(claimed.id, "gave_up_after_repeated_worker_failures")
-        const rows = yield* sql<{ raw: Uint8Array }>`SELECT raw FROM message_raw WHERE message_id = ${claimed.id}`.pipe(Effect.orDie)
-        if (rows[0] === undefined) return yield* fail(claimed.id, "raw_missing")
-        const result = yield* Effect.promise(() => parseMessage(rows[0]!.raw))
+        const rows = yield* sql<{ raw: Uint8Array; source: string; client_address: string | null; client_helo: string | null; envelope_from: string | null }>`
+          SELECT r.raw, m.source, m.client_address, m.client_helo, m.envelope_from
+          FROM message_raw r JOIN messages m ON m.id = r.message_id WHERE r.message_id = ${claimed.id}`.pipe(Effect.orDie)
+        const row = rows[0]
+        if (row === undefined) return yield* fail(claimed.id, "raw_missing")
+        const result = yield* Effect.promise(() => parseMessage(row.raw))
         if (!result.ok) return yield* fail(claimed.id, `unparsable: ${result.reason}`)
-        yield* store(claimed.id, result.message)
+        // Injected test mail has no sending server to check.
+        const auth = row.source === "smtp"
+          ? yield* authenticateMail(row.raw, { ip: row.client_address, helo: row.client_helo, sender: row.envelope_from })
+          : noAuth
+        yield* store(claimed.id, result.message, auth)
       }).pipe(
         Effect.catchCause((cause) =>
           Effect.logError(`pipeline: message ${claimed.id} failed`, cause).pipe(
@@ -156,7 +166,7 @@ export class Pipeline {
   })
 }
 
-/** The pipeline as a background fiber of the worker role. */
+/** The pipeline as a background fiber of the worker role (needs a DnsResolver). */
 export const PipelineLive = Layer.effectDiscard(Effect.gen(function*() {
   const pg = yield* PgClient.PgClient
   const pipeline = yield* Pipeline.make

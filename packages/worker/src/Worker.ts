@@ -10,7 +10,9 @@
  * - `maintenance`, hourly: forget ended candidate reservations and expired rate windows.
  */
 import { Aliases, DatabaseUrl, Mailstore, RateLimiter } from "@burnbox/store"
+import { DnsResolver } from "./MailAuth.ts"
 import { PipelineLive } from "./Pipeline.ts"
+import { DeliveryLive } from "./Delivery.ts"
 import { Effect, Layer, Redacted } from "effect"
 import { PgBoss } from "pg-boss"
 
@@ -79,7 +81,8 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
   })
   yield* Effect.logInfo("worker started (message pipeline; pg-boss: alias-timers every minute, retention every 5 minutes, maintenance hourly)")
 })).pipe(
-  Layer.merge(PipelineLive),
+  Layer.merge(PipelineLive.pipe(Layer.provide(DnsResolver.layer))),
+  Layer.merge(DeliveryLive),
   Layer.provide(Layer.mergeAll(Aliases.layer, RateLimiter.layer, Mailstore.layer).pipe(Layer.provide(RateLimiter.layer)))
 )
 

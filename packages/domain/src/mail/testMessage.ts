@@ -5,7 +5,10 @@
  */
 import { createHash } from "node:crypto"
 import type { FieldReasons } from "../Problem.ts"
+import { parseMailbox } from "../Mailbox.ts"
 import { TestMessageLimits } from "../Message.ts"
+
+export { parseMailbox }
 
 export interface TestMessageRequest {
   readonly from: string
@@ -16,26 +19,11 @@ export interface TestMessageRequest {
   readonly attachments?: ReadonlyArray<{ readonly filename: string; readonly contentType?: string | undefined; readonly contentBase64: string }> | undefined
 }
 
-const addressPattern = /^[^\s@<>()",;:\\[\]]+@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)+$/
 const base64Pattern = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/
 
-/** An RFC 5322 mailbox: `address` or `Display Name <address>` (a quoted name may hold specials). */
-export const parseMailbox = (input: string): { name: string | null; address: string } | undefined => {
-  const trimmed = input.trim()
-  if (/[\r\n]/.test(trimmed)) return undefined
-  const angle = /^(.*?)\s*<([^<>]+)>$/.exec(trimmed)
-  if (angle) {
-    const rawName = angle[1]!.trim()
-    const name = rawName.startsWith('"') && rawName.endsWith('"') && rawName.length >= 2 ? rawName.slice(1, -1) : rawName
-    return addressPattern.test(angle[2]!) ? { name: name === "" ? null : name, address: angle[2]! } : undefined
-  }
-  return addressPattern.test(trimmed) ? { name: null, address: trimmed } : undefined
-}
-
-/** Field rules that the schema cannot say: mailbox syntax, a body, base64 and the 1 MiB total. */
+/** Field rules that the schema cannot say: a body, base64 and the 1 MiB total. */
 export const validateTestMessage = (input: TestMessageRequest): FieldReasons | undefined => {
   const fields: Record<string, string> = {}
-  if (parseMailbox(input.from) === undefined) fields["from"] = "invalid_mailbox"
   if ((input.text ?? null) === null && (input.html ?? null) === null) fields["text"] = "text_or_html_required"
   if (/[\r\n]/.test(input.subject)) fields["subject"] = "invalid_characters"
   let total = 0

@@ -2,6 +2,7 @@ import { BurnboxApi, CurrentPrincipal, NotFound } from "@burnbox/domain"
 import { BurnboxConfig, Messages } from "@burnbox/store"
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
+import { conditionalJson } from "./Conditional.ts"
 
 const notFound = () => Effect.fail(NotFound.of("Message"))
 
@@ -12,7 +13,7 @@ export const MessagesHttp = HttpApiBuilder.group(BurnboxApi, "messages", Effect.
     .handle("list", ({ query }) => Effect.flatMap(CurrentPrincipal, (p) => messages.list(p.accountId, query)))
     .handle("get", ({ params }) =>
       Effect.flatMap(CurrentPrincipal, (p) => messages.detail(p.accountId, params.id, config.baseUrl)).pipe(
-        Effect.flatMap((detail) => (detail === undefined ? notFound() : Effect.succeed(detail)))
+        Effect.flatMap((detail) => (detail === undefined ? notFound() : conditionalJson(detail)))
       ))
     .handle("raw", ({ params }) =>
       Effect.flatMap(CurrentPrincipal, (p) => messages.raw(p.accountId, params.id)).pipe(

@@ -1,0 +1,560 @@
+/**
+ * The SMTP ingest over a real socket (spec 1, 3.1; decisions.md "Receiving", "Validation and
+ * headers"; architecture.md "The message pipeline", step 1): what EHLO advertises, which
+ * recipients RCPT TO accepts and refuses with which reply, the recipient cap, one stored message
+ * per accepted alias, the DATA size cap and the bare-LF refusal, the exact raw bytes, and the
+ * alias and account counters written with the message.
+ */
+import { connect, type Socket } from "node:net"
+import { Alias, CandidateReservation } from "@burnbox/domain"
+import { expectShape, type Harness, type Session, startHarness } from "@burnbox/testkit"
+import { Schema } from "effect"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+
+let h: Harness
+let owner: Session
+beforeAll(async () => {
+  h = await startHarness({}, undefined, { seed: 4401 })
+  owner = await h.signup({ plan: "pro" })
+})
+afterAll(() => h.close())
+
+// ---------------------------------------------------------------------------------------------
+// A raw SMTP client: every reply code is seen exactly as the server sent it.
+
+interface Reply {
+  readonly code: number
+  /** The text of every line of the reply, without the code, joined by "\n". */
+  readonly text: string
+  readonly lines: ReadonlyArray<string>
+}
+
+const dotStuff = (raw: Uint8Array) => Buffer.from(Buffer.from(raw).toString("latin1").replace(/(^|\r\n)\./g, "$1.."), "latin1")
+
+class SmtpClient {
+  private buffer = ""
+  private readonly lines: Array<string> = []
+  private waiter: (() => void) | undefined
+  private closed = false
+  private readonly socket: Socket
+  private constructor(socket: Socket) {
+    this.socket = socket
+    socket.on("data", (chunk: Buffer) => {
+      this.buffer += chunk.toString("latin1")
+      let at: number
+      while ((at = this.buffer.indexOf("\r\n")) >= 0) {
+        this.lines.push(this.buffer.slice(0, at))
+        this.buffer = this.buffer.slice(at + 2)
+      }
+      this.wake()
+    })
+    socket.on("close", () => {
+      this.closed = true
+      this.wake()
+    })
+    socket.on("error", () => {
+      this.closed = true
+      this.wake()
+    })
+  }
+
+  static open(port: number): Promise<SmtpClient> {
+    return new Promise((resolve, reject) => {
+      const socket = connect(port, "127.0.0.1", () => resolve(new SmtpClient(socket)))
+      socket.once("error", reject)
+    })
+  }
+
+  private wake() {
+    const waiter = this.waiter
+    this.waiter = undefined
+    waiter?.()
+  }
+
+  /** The next complete (possibly multi-line) reply. */
+  async read(timeoutMs = 30_000): Promise<Reply> {
+    const deadline = Date.now() + timeoutMs
+    for (;;) {
+      const end = this.lines.findIndex((line) => !/^\d{3}-/.test(line))
+      if (end >= 0) {
+        const lines = this.lines.splice(0, end + 1)
+        return { code: Number(lines[end]!.slice(0, 3)), text: lines.map((l) => l.slice(4)).join("\n"), lines }
+      }
+      if (this.closed) throw new Error(`SMTP connection closed; unread: ${this.lines.join(" | ")}`)
+      await new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error("no SMTP reply in time")), Math.max(0, deadline - Date.now()))
+        this.waiter = () => {
+          clearTimeout(timer)
+          resolve()
+        }
+      })
+    }
+  }
+
+  send(line: string) {
+    this.socket.write(`${line}\r\n`)
+  }
+
+  command(line: string): Promise<Reply> {
+    this.send(line)
+    return this.read()
+  }
+
+  /** The dot-stuffed bytes and the terminator, after a 354. */
+  writeMessage(raw: Uint8Array) {
+    this.socket.write(dotStuff(raw))
+    this.socket.write(".\r\n")
+  }
+
+  /** DATA, the message and its terminator; answers the reply to the message. */
+  async data(raw: Uint8Array): Promise<Reply> {
+    const go = await this.command("DATA")
+    if (go.code !== 354) return go
+    this.writeMessage(raw)
+    return this.read()
+  }
+
+  async quit() {
+    if (!this.closed) {
+      this.send("QUIT")
+      await this.read(5_000).catch(() => undefined)
+    }
+    this.socket.destroy()
+  }
+}
+
+/** Opens a connection and says EHLO; the caller quits. */
+const session = async () => {
+  const client = await SmtpClient.open(h.smtpPort)
+  expect((await client.read()).code).toBe(220)
+  const ehlo = await client.command("EHLO client.example.org")
+  expect(ehlo.code, ehlo.text).toBe(250)
+  return { client, ehlo }
+}
+
+/** One SMTP transaction: MAIL FROM, each RCPT TO, and DATA when any recipient was accepted. */
+const deliver = async (to: ReadonlyArray<string>, raw: Uint8Array, from = "sender@example.org") => {
+  const { client } = await session()
+  try {
+    const mail = await client.command(`MAIL FROM:<${from}>`)
+    expect(mail.code, mail.text).toBe(250)
+    const rcpt: Array<Reply> = []
+    for (const address of to) rcpt.push(await client.command(`RCPT TO:<${address}>`))
+    const data = rcpt.some((r) => r.code === 250) ? await client.data(raw) : undefined
+    return { rcpt, data }
+  } finally {
+    await client.quit()
+  }
+}
+
+/** A CRLF message; `body` lines may be written with "\n". */
+const mail = (o: { to: string; subject: string; body?: string; from?: string; headers?: ReadonlyArray<string> }) =>
+  Buffer.from(
+    [
+      `From: ${o.from ?? "Sender <sender@example.org>"}`,
+      `To: ${o.to}`,
+      `Subject: ${o.subject}`,
+      "Date: Sat, 21 Nov 2026 12:00:00 +0000",
+      `Message-ID: <${Math.random().toString(36).slice(2)}@example.org>`,
+      ...(o.headers ?? [])
+    ].join("\r\n") + "\r\n\r\n" + (o.body ?? "Hello.").replace(/\r?\n/g, "\r\n") + "\r\n",
+    "utf8"
+  )
+
+// ---------------------------------------------------------------------------------------------
+// Aliases and reading back what was stored
+
+type Reservation = typeof CandidateReservation.Type
+const AliasList = Schema.Struct({ items: Schema.Array(Alias) })
+
+const claim = async (who: Session = owner, style: "numeric" | "words" = "numeric") => {
+  const reservation = await h.request<Reservation>("/aliases/candidates", { method: "POST", session: who, body: { domainId: 1, style } })
+  expect(reservation.status, reservation.text).toBe(200)
+  const answer = await h.request("/aliases", {
+    method: "POST",
+    session: who,
+    body: { aliasId: reservation.body.candidates[0]!.id, reservationToken: reservation.body.reservationToken }
+  })
+  expect(answer.status, answer.text).toBe(201)
+  return expectShape(Alias, answer.body)
+}
+
+const aliasNow = async (id: number, who: Session = owner) => {
+  const answer = await h.request("/aliases?includeBurned=true", { session: who })
+  expect(answer.status, answer.text).toBe(200)
+  const found = expectShape(AliasList, answer.body).items.find((a) => a.id === id)
+  expect(found, `alias ${id} listed`).toBeDefined()
+  return found!
+}
+
+const storedFor = (aliasId: number) =>
+  h.query<{ id: number; recipient: string; size_bytes: number; source: string }>(
+    "SELECT id, recipient, size_bytes, source FROM messages WHERE alias_id = $1 ORDER BY id",
+    [aliasId]
+  )
+
+const messageCount = async () => Number((await h.query<{ n: string }>("SELECT count(*) AS n FROM messages"))[0]!.n)
+
+const accountUsed = async (who: Session = owner) => {
+  const me = await h.request<{ storageUsedBytes: number }>("/me", { session: who })
+  expect(me.status, me.text).toBe(200)
+  return me.body.storageUsedBytes
+}
+
+/** Polls GET /messages/{id} until the pipeline is done with it (bounded). */
+const processed = async (id: number, who: Session = owner) => {
+  const deadline = Date.now() + 15_000
+  for (;;) {
+    const answer = await h.request(`/messages/${id}`, { session: who })
+    expect(answer.status, answer.text).toBe(200)
+    if (answer.body.processingStatus === "processed" || answer.body.processingStatus === "failed") return answer.body
+    if (Date.now() > deadline) throw new Error(`message ${id} still ${answer.body.processingStatus}`)
+    await new Promise((resolve) => setTimeout(resolve, 100))
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+describe("EHLO (receive-only SMTP)", () => {
+  it("advertises SIZE 15728640, 8BITMIME, SMTPUTF8 and PIPELINING, and no AUTH", async () => {
+    const { client, ehlo } = await session()
+    await client.quit()
+    const keywords = ehlo.lines.slice(1).map((line) => line.slice(4))
+    expect(keywords).toContain("SIZE 15728640")
+    expect(keywords).toContain("8BITMIME")
+    expect(keywords).toContain("SMTPUTF8")
+    expect(keywords).toContain("PIPELINING")
+    expect(keywords.filter((k) => /^AUTH\b/i.test(k))).toEqual([])
+  })
+
+  it("refuses AUTH: a receive-only server has no logins", async () => {
+    const { client } = await session()
+    const auth = await client.command("AUTH PLAIN AHVzZXIAcGFzcw==")
+    await client.quit()
+    expect(auth.code).toBeGreaterThanOrEqual(500)
+  })
+
+  it("refuses MAIL FROM declaring SIZE over 15728640 with 552", async () => {
+    const { client } = await session()
+    const over = await client.command("MAIL FROM:<sender@example.org> SIZE=15728641")
+    const at = await client.command("MAIL FROM:<sender@example.org> SIZE=15728640")
+    await client.quit()
+    expect(over.code, over.text).toBe(552)
+    expect(at.code, at.text).toBe(250)
+  })
+
+  it("takes pipelined commands: MAIL, RCPT, RCPT, DATA in one write get four replies in order", async () => {
+    const alias = await claim()
+    const { client } = await session()
+    client.send(`MAIL FROM:<sender@example.org>\r\nRCPT TO:<${alias.address}>\r\nRCPT TO:<nobody-here@burnbox.test>\r\nDATA`)
+    const replies = [await client.read(), await client.read(), await client.read(), await client.read()]
+    expect(replies.map((r) => r.code)).toEqual([250, 250, 550, 354])
+    client.writeMessage(mail({ to: alias.address, subject: "pipelined" }))
+    const done = await client.read()
+    await client.quit()
+    expect(done.code, done.text).toBe(250)
+    expect(await storedFor(alias.id)).toHaveLength(1)
+  })
+})
+
+describe("RCPT TO", () => {
+  it("accepts an active alias and stores one smtp message for it, recipient kept", async () => {
+    const alias = await claim()
+    const { rcpt, data } = await deliver([alias.address], mail({ to: alias.address, subject: "plain" }))
+    expect(rcpt[0]!.code, rcpt[0]!.text).toBe(250)
+    expect(data?.code, data?.text).toBe(250)
+    const stored = await storedFor(alias.id)
+    expect(stored).toHaveLength(1)
+    expect(stored[0]).toMatchObject({ source: "smtp", recipient: alias.address })
+  })
+
+  it("matches local part and domain case-insensitively; the alias keeps its own case", async () => {
+    const alias = await claim(owner, "words")
+    expect(alias.localPart).toMatch(/[a-z]/)
+    const shouted = alias.address.toUpperCase()
+    const { rcpt, data } = await deliver([shouted], mail({ to: shouted, subject: "case" }))
+    expect(rcpt[0]!.code, rcpt[0]!.text).toBe(250)
+    expect(data?.code, data?.text).toBe(250)
+    expect(await storedFor(alias.id)).toHaveLength(1)
+    expect((await aliasNow(alias.id)).address).toBe(alias.address)
+  })
+
+  it("delivers local+detail@domain to the alias, keeping the subaddress as the message's recipient and To header", async () => {
+    const alias = await claim()
+    const sub = `${alias.localPart}+run-42@${alias.domain.name}`
+    const { rcpt, data } = await deliver([sub], mail({ to: sub, subject: "subaddress" }))
+    expect(rcpt[0]!.code, rcpt[0]!.text).toBe(250)
+    expect(data?.code, data?.text).toBe(250)
+    const stored = await storedFor(alias.id)
+    expect(stored).toHaveLength(1)
+    expect(stored[0]!.recipient).toBe(sub)
+    const detail = await processed(stored[0]!.id)
+    expect(detail.processingStatus).toBe("processed")
+    expect(detail.alias.address).toBe(alias.address)
+    expect(detail.headers.to).toContain(sub)
+  })
+
+  it("refuses a paused alias with 550 5.2.1, stores nothing, and counts each refusal in rejectedCount", async () => {
+    const alias = await claim()
+    const paused = await h.request(`/aliases/${alias.id}/pause`, { method: "POST", session: owner })
+    expect(paused.status, paused.text).toBe(200)
+    const before = await messageCount()
+    for (const address of [alias.address, `${alias.localPart}+x@${alias.domain.name}`.toUpperCase()]) {
+      const { rcpt, data } = await deliver([address], mail({ to: address, subject: "to a paused alias" }))
+      expect(rcpt[0]!.code, rcpt[0]!.text).toBe(550)
+      expect(rcpt[0]!.text).toMatch(/^5\.2\.1\b/)
+      expect(data).toBeUndefined()
+    }
+    expect(await messageCount()).toBe(before)
+    const after = await aliasNow(alias.id)
+    expect(after.rejectedCount).toBe(2)
+    expect(after.receivedCount).toBe(0)
+    // Resumed, it receives again.
+    expect((await h.request(`/aliases/${alias.id}/resume`, { method: "POST", session: owner })).status).toBe(200)
+    const { rcpt } = await deliver([alias.address], mail({ to: alias.address, subject: "resumed" }))
+    expect(rcpt[0]!.code).toBe(250)
+    expect(await storedFor(alias.id)).toHaveLength(1)
+  })
+
+  it("refuses an unknown local part, a burned alias, an unclaimed candidate and a foreign domain with 550 5.1.1", async () => {
+    const burned = await claim()
+    expect((await h.request(`/aliases/${burned.id}/burn`, { method: "POST", session: owner })).status).toBe(200)
+    const reservation = await h.request<Reservation>("/aliases/candidates", { method: "POST", session: owner, body: { domainId: 1, style: "numeric" } })
+    expect(reservation.status).toBe(200)
+    const candidate = reservation.body.candidates[0]!.address
+    const before = await messageCount()
+    for (const address of ["no-such-alias@burnbox.test", burned.address, candidate, `${burned.localPart}@example.com`, "postmaster@gmail.com"]) {
+      const { rcpt, data } = await deliver([address], mail({ to: address, subject: "nobody" }))
+      expect(rcpt[0]!.code, `${address}: ${rcpt[0]!.text}`).toBe(550)
+      expect(rcpt[0]!.text, address).toMatch(/^5\.1\.1\b/)
+      expect(data).toBeUndefined()
+    }
+    expect(await messageCount()).toBe(before)
+    expect((await aliasNow(burned.id)).rejectedCount).toBe(0)
+    await h.request("/aliases/candidates", { method: "DELETE", session: owner })
+  })
+
+  it("accepts 100 recipients and refuses the 101st with 452; the message is stored once for the alias", async () => {
+    const alias = await claim()
+    const { client } = await session()
+    try {
+      expect((await client.command("MAIL FROM:<bulk@example.org>")).code).toBe(250)
+      const codes: Array<number> = []
+      for (let i = 1; i <= 101; i++) codes.push((await client.command(`RCPT TO:<${alias.localPart}+r${i}@${alias.domain.name}>`)).code)
+      expect(codes.slice(0, 100).every((c) => c === 250), JSON.stringify(codes)).toBe(true)
+      expect(codes[100]).toBe(452)
+      const data = await client.data(mail({ to: alias.address, subject: "many recipients" }))
+      expect(data.code, data.text).toBe(250)
+    } finally {
+      await client.quit()
+    }
+    expect(await storedFor(alias.id)).toHaveLength(1)
+  })
+})
+
+describe("one stored message per accepted alias", () => {
+  it("two addresses of one alias in one envelope give one message", async () => {
+    const alias = await claim()
+    const raw = mail({ to: alias.address, subject: "twice addressed" })
+    const { rcpt, data } = await deliver([alias.address, `${alias.localPart}+b@${alias.domain.name}`], raw)
+    expect(rcpt.map((r) => r.code)).toEqual([250, 250])
+    expect(data?.code).toBe(250)
+    expect(await storedFor(alias.id)).toHaveLength(1)
+    const after = await aliasNow(alias.id)
+    expect(after.receivedCount).toBe(1)
+    expect(after.storageUsedBytes).toBe(raw.byteLength)
+  })
+
+  it("two aliases (of two accounts) in one envelope give one message each, refused recipients none", async () => {
+    const other = await h.signup({ plan: "pro" })
+    const mine = await claim()
+    const theirs = await claim(other)
+    const raw = mail({ to: `${mine.address}, ${theirs.address}`, subject: "two aliases" })
+    const { rcpt, data } = await deliver([mine.address, "ghost@burnbox.test", theirs.address], raw)
+    expect(rcpt.map((r) => r.code)).toEqual([250, 550, 250])
+    expect(data?.code, data?.text).toBe(250)
+    const [a, b] = [await storedFor(mine.id), await storedFor(theirs.id)]
+    expect(a).toHaveLength(1)
+    expect(b).toHaveLength(1)
+    expect(a[0]!.id).not.toBe(b[0]!.id)
+    expect(await accountUsed(owner)).toBeGreaterThanOrEqual(raw.byteLength)
+    expect(await accountUsed(other)).toBe(raw.byteLength)
+    // Each account reads its own copy, and not the other's.
+    expect((await h.request(`/messages/${a[0]!.id}`, { session: owner })).status).toBe(200)
+    expect((await h.request(`/messages/${b[0]!.id}`, { session: other })).status).toBe(200)
+    expect((await h.request(`/messages/${b[0]!.id}`, { session: owner })).status).toBe(404)
+  })
+
+  it("a second transaction on the same connection delivers only to its own recipients", async () => {
+    const first = await claim()
+    const second = await claim()
+    const { client } = await session()
+    try {
+      expect((await client.command("MAIL FROM:<a@example.org>")).code).toBe(250)
+      expect((await client.command(`RCPT TO:<${first.address}>`)).code).toBe(250)
+      expect((await client.data(mail({ to: first.address, subject: "first transaction" }))).code).toBe(250)
+      expect((await client.command("MAIL FROM:<a@example.org>")).code).toBe(250)
+      expect((await client.command(`RCPT TO:<${second.address}>`)).code).toBe(250)
+      expect((await client.data(mail({ to: second.address, subject: "second transaction" }))).code).toBe(250)
+    } finally {
+      await client.quit()
+    }
+    expect(await storedFor(first.id)).toHaveLength(1)
+    expect(await storedFor(second.id)).toHaveLength(1)
+  })
+
+  it("RSET forgets the recipients accepted before it", async () => {
+    const dropped = await claim()
+    const kept = await claim()
+    const { client } = await session()
+    try {
+      expect((await client.command("MAIL FROM:<a@example.org>")).code).toBe(250)
+      expect((await client.command(`RCPT TO:<${dropped.address}>`)).code).toBe(250)
+      expect((await client.command("RSET")).code).toBe(250)
+      expect((await client.command("MAIL FROM:<a@example.org>")).code).toBe(250)
+      expect((await client.command(`RCPT TO:<${kept.address}>`)).code).toBe(250)
+      expect((await client.data(mail({ to: kept.address, subject: "after RSET" }))).code).toBe(250)
+    } finally {
+      await client.quit()
+    }
+    expect(await storedFor(dropped.id)).toHaveLength(0)
+    expect(await storedFor(kept.id)).toHaveLength(1)
+  })
+})
+
+describe("DATA", () => {
+  it("accepts an SMTPUTF8 envelope and 8-bit UTF-8 headers", async () => {
+    const alias = await claim()
+    const raw = mail({ to: alias.address, subject: "Grüße, 日本", from: "Jürgen <jürgen@bücher.example>" })
+    const { client } = await session()
+    try {
+      const from = await client.command("MAIL FROM:<jürgen@bücher.example> SMTPUTF8 BODY=8BITMIME")
+      expect(from.code, from.text).toBe(250)
+      expect((await client.command(`RCPT TO:<${alias.address}>`)).code).toBe(250)
+      const data = await client.data(raw)
+      expect(data.code, data.text).toBe(250)
+    } finally {
+      await client.quit()
+    }
+    const [stored] = await storedFor(alias.id)
+    expect(stored!.size_bytes).toBe(raw.byteLength)
+    const detail = await processed(stored!.id)
+    expect(detail.subject).toBe("Grüße, 日本")
+  })
+
+  it("stores exactly the bytes sent (8-bit UTF-8, dot-stuffed lines, trailing CRLF) and serves them as message/rfc822", async () => {
+    const alias = await claim()
+    const raw = Buffer.concat([
+      mail({
+        to: alias.address,
+        subject: "=?UTF-8?B?w6TDtsO8?=",
+        headers: ["MIME-Version: 1.0", "Content-Type: text/plain; charset=utf-8", "Content-Transfer-Encoding: 8bit", "X-Odd:   spaced\t value  "],
+        body: "Grüße aus Köln — 日本語\n.a line starting with a dot\n..two dots\n.\nend"
+      })
+    ])
+    const { data } = await deliver([alias.address], raw)
+    expect(data?.code, data?.text).toBe(250)
+    const [stored] = await storedFor(alias.id)
+    expect(stored!.size_bytes).toBe(raw.byteLength)
+    const answer = await fetch(`${h.baseUrl}/messages/${stored!.id}/raw`, {
+      headers: { cookie: `service_session=${owner.cookie}` }
+    })
+    expect(answer.status).toBe(200)
+    expect(answer.headers.get("content-type")).toMatch(/^message\/rfc822\b/)
+    const bytes = Buffer.from(await answer.arrayBuffer())
+    expect(bytes.equals(raw), `got ${bytes.byteLength} bytes, sent ${raw.byteLength}`).toBe(true)
+  })
+
+  it("refuses a message with bare LF line endings with 550 5.6.11 and stores nothing", async () => {
+    const alias = await claim()
+    const crlf = mail({ to: alias.address, subject: "smuggling" })
+    const bareLf = Buffer.from(crlf.toString("latin1").replace("Hello.\r\n", "Hello.\nMAIL FROM:<x@example.org>\r\n"), "latin1")
+    const { data } = await deliver([alias.address], bareLf)
+    expect(data?.code, data?.text).toBe(550)
+    expect(data?.text).toMatch(/^5\.6\.11\b/)
+    expect(await storedFor(alias.id)).toHaveLength(0)
+    expect((await aliasNow(alias.id)).receivedCount).toBe(0)
+    // The same message with CRLF line endings is taken.
+    const { data: again } = await deliver([alias.address], crlf)
+    expect(again?.code).toBe(250)
+    expect(await storedFor(alias.id)).toHaveLength(1)
+  })
+
+  it("refuses DATA over 15728640 bytes with 552 and stores nothing, counters untouched", async () => {
+    const alias = await claim()
+    const usedBefore = await accountUsed()
+    const head = Buffer.from(`From: big@example.org\r\nTo: ${alias.address}\r\nSubject: too big\r\n\r\n`)
+    const line = Buffer.from(`${"A".repeat(998)}\r\n`)
+    const lines = Math.ceil((15_728_640 - head.length) / line.length) + 1
+    const raw = Buffer.concat([head, ...Array.from({ length: lines }, () => line)])
+    expect(raw.byteLength).toBeGreaterThan(15_728_640)
+    expect(raw.byteLength).toBeLessThan(15_728_640 + 3_000)
+    const { data } = await deliver([alias.address], raw)
+    expect(data?.code, data?.text).toBe(552)
+    expect(await storedFor(alias.id)).toHaveLength(0)
+    const after = await aliasNow(alias.id)
+    expect(after.receivedCount).toBe(0)
+    expect(after.storageUsedBytes).toBe(0)
+    expect(await accountUsed()).toBe(usedBefore)
+  }, 60_000)
+})
+
+describe("counters written with the message", () => {
+  it("receivedCount, unreadCount, storageUsedBytes and lastReceivedAt of the alias and the account's storage grow by the message size at the 250", async () => {
+    const alias = await claim()
+    expect(alias).toMatchObject({ receivedCount: 0, unreadCount: 0, storageUsedBytes: 0, lastReceivedAt: null })
+    const usedBefore = await accountUsed()
+    const first = mail({ to: alias.address, subject: "one", body: "x".repeat(500) })
+    h.clock.advance("1 minute")
+    const at1 = h.clock.now().toISOString()
+    expect((await deliver([alias.address], first)).data?.code).toBe(250)
+    // Read straight after the 250: the counters are committed with the message, not by the pipeline.
+    const afterOne = await aliasNow(alias.id)
+    expect(afterOne).toMatchObject({ receivedCount: 1, unreadCount: 1, storageUsedBytes: first.byteLength, lastReceivedAt: at1 })
+    expect(await accountUsed()).toBe(usedBefore + first.byteLength)
+    const storage = await h.request("/storage", { session: owner })
+    expect(storage.status, storage.text).toBe(200)
+    expect(storage.body.usedBytes).toBe(usedBefore + first.byteLength)
+
+    const second = mail({ to: alias.address, subject: "two", body: "y".repeat(1500) })
+    h.clock.advance("1 minute")
+    const at2 = h.clock.now().toISOString()
+    expect((await deliver([alias.address], second)).data?.code).toBe(250)
+    const afterTwo = await aliasNow(alias.id)
+    expect(afterTwo).toMatchObject({
+      receivedCount: 2,
+      unreadCount: 2,
+      storageUsedBytes: first.byteLength + second.byteLength,
+      lastReceivedAt: at2
+    })
+    expect(await accountUsed()).toBe(usedBefore + first.byteLength + second.byteLength)
+    const [row] = await h.query<{ storage_used_bytes: string }>("SELECT storage_used_bytes FROM accounts WHERE id = $1", [owner.accountId])
+    expect(Number(row!.storage_used_bytes)).toBe(usedBefore + first.byteLength + second.byteLength)
+  })
+
+  it("concurrent deliveries to one alias are each counted exactly once", async () => {
+    const alias = await claim()
+    const usedBefore = await accountUsed()
+    const raws = Array.from({ length: 8 }, (_, i) => mail({ to: alias.address, subject: `parallel ${i}`, body: "z".repeat(100 * (i + 1)) }))
+    const replies = await Promise.all(raws.map((raw) => deliver([alias.address], raw)))
+    expect(replies.map((r) => r.data?.code)).toEqual(raws.map(() => 250))
+    const total = raws.reduce((n, raw) => n + raw.byteLength, 0)
+    expect((await storedFor(alias.id)).map((m) => m.size_bytes).sort((a, b) => a - b)).toEqual(raws.map((r) => r.byteLength).sort((a, b) => a - b))
+    expect(await aliasNow(alias.id)).toMatchObject({ receivedCount: 8, unreadCount: 8, storageUsedBytes: total })
+    expect(await accountUsed()).toBe(usedBefore + total)
+  })
+
+  it("a stored message's sizeBytes, receivedAt and expiresAt (pro: 90 days) come from the accepting transaction", async () => {
+    const alias = await claim()
+    const raw = mail({ to: alias.address, subject: "timing" })
+    h.clock.advance("1 minute")
+    const at = h.clock.now()
+    expect((await deliver([alias.address], raw)).data?.code).toBe(250)
+    const [stored] = await storedFor(alias.id)
+    const detail = await processed(stored!.id)
+    expect(detail.sizeBytes).toBe(raw.byteLength)
+    expect(detail.receivedAt).toBe(at.toISOString())
+    expect(detail.expiresAt).toBe(new Date(at.getTime() + 90 * 86_400_000).toISOString())
+    expect(detail.source).toBe("smtp")
+  })
+})
