@@ -222,7 +222,7 @@ export class Webhooks extends Context.Service<Webhooks, {
     const owned = (accountId: number, id: number, lock = false) =>
       sql<WebhookRow>`
         SELECT * FROM webhooks WHERE id = ${id} AND account_id = ${accountId} AND deleted_at IS NULL
-        ${lock ? sql`FOR UPDATE` : sql``}`.pipe(
+        ${lock ? sql`FOR NO KEY UPDATE` : sql``}`.pipe(
         Effect.orDie,
         Effect.flatMap((rows) => (rows[0] ? Effect.succeed(rows[0]) : Effect.fail(notFound())))
       )
@@ -247,7 +247,7 @@ export class Webhooks extends Context.Service<Webhooks, {
       const secret = Redacted.make(generateEndpointSecret())
       const row = yield* sql.withTransaction(Effect.gen(function*() {
         // Serialise creations per account so the count cannot be raced past the limit.
-        yield* sql`SELECT id FROM accounts WHERE id = ${accountId} FOR UPDATE`
+        yield* sql`SELECT id FROM accounts WHERE id = ${accountId} FOR NO KEY UPDATE`
         const [count] = yield* sql<{ n: number }>`
           SELECT count(*)::int AS n FROM webhooks WHERE account_id = ${accountId} AND deleted_at IS NULL`
         if (count!.n >= limit) return undefined

@@ -34,9 +34,10 @@ import {
 } from "@burnbox/domain"
 import { messageText } from "@burnbox/domain/mail/index"
 import { signatureHeader } from "@burnbox/domain/webhooks/index"
-import { BurnboxConfig, checkTarget, decryptEndpointSecret, now, ServiceKeys } from "@burnbox/store"
-import { Effect, Layer, Option, Redacted } from "effect"
+import { BurnboxConfig, checkTarget, decryptEndpointSecret, now, OutboxChannel, ServiceKeys } from "@burnbox/store"
+import { Effect, Layer, Option, Queue, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
+import { PgClient } from "@effect/sql-pg"
 
 /** A claim older than this belongs to a worker that died (an attempt takes at most 15 s). */
 export const DeliveryLeaseMs = 60_000
@@ -444,9 +445,14 @@ export const makeDelivery = Effect.gen(function*() {
   return { dispatch, claim, deliverOne, deliverDue, purge, runOnce }
 })
 
-/** Delivery as a background fiber of the worker role: a pass every second, a purge every hour. */
+/**
+ * Delivery as a background fiber of the worker role: a pass as soon as an event is appended
+ * (LISTEN on the outbox channel), and every second anyway for retries; a purge every hour.
+ */
 export const DeliveryLive = Layer.effectDiscard(Effect.gen(function*() {
   const delivery = yield* makeDelivery
+  const pg = yield* PgClient.PgClient
+  const wakeups = yield* pg.listen(OutboxChannel).pipe(Effect.orDie)
   let lastPurge = 0
   const pass = Effect.gen(function*() {
     yield* delivery.runOnce
@@ -458,7 +464,7 @@ export const DeliveryLive = Layer.effectDiscard(Effect.gen(function*() {
   })
   yield* pass.pipe(
     Effect.catchCause((cause) => Effect.logError("webhook delivery loop", cause)),
-    Effect.andThen(Effect.sleep("1 second")),
+    Effect.andThen(Effect.race(Queue.take(wakeups).pipe(Effect.ignore), Effect.sleep("1 second"))),
     Effect.forever,
     Effect.forkScoped
   )
