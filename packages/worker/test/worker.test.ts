@@ -18,7 +18,7 @@ const startWorker = async () => {
   const layer = WorkerLive.pipe(
     Layer.provide(Layer.succeed(CandidateRandom, seededRandom(1))),
     Layer.provide(Keyring.layer),
-    Layer.provide(PgClient.layer({ url, maxConnections: 2 })),
+    Layer.provide(PgClient.layer({ url, maxConnections: 6 })),  // two are held by LISTEN (pipeline, delivery)
     Layer.provide(Layer.succeed(DatabaseUrl, url)),
     Layer.provide(Layer.succeed(BurnboxConfig, BurnboxConfig.make({ secret: Redacted.make(TestSecret), databaseUrl: Option.some(url) })))
   )
