@@ -6,7 +6,7 @@
  */
 import { normalizeLocalPart } from "@burnbox/domain/aliases/index"
 import { type PlanEntitlements, type PlanOverrides, resolveEntitlements } from "@burnbox/domain"
-import { Context, Effect, Layer } from "effect"
+import { Cause, Context, Deferred, Effect, Layer, Queue, Result } from "effect"
 import { SqlClient } from "effect/sql"
 import { now } from "./Time.ts"
 
@@ -47,6 +47,42 @@ export class OverQuota {
 }
 
 const dayMs = 86_400_000
+
+/** A message about to be destroyed, with what its removal gives back to the counters. */
+export interface DestroyedMessage {
+  readonly id: number
+  readonly alias_id: number
+  readonly size_bytes: number
+  /** Counted in its alias's unread_count: unread by the owner and not in the trash. */
+  readonly unread: boolean
+}
+
+/**
+ * Destroys messages of one account (rows, raw bytes, attachments, reader state and tags go
+ * with them) and gives their bytes and unread marks back to the alias and account counters.
+ * Run it inside the caller's transaction.
+ */
+export const destroyMessages = (sql: SqlClient.SqlClient, victims: ReadonlyArray<DestroyedMessage>) =>
+  Effect.gen(function*() {
+    if (victims.length === 0) return
+    yield* sql`DELETE FROM messages WHERE id IN ${sql.in(victims.map((v) => v.id))}`
+    const byAlias = new Map<number, { bytes: number; unread: number }>()
+    for (const v of victims) {
+      const entry = byAlias.get(v.alias_id) ?? { bytes: 0, unread: 0 }
+      entry.bytes += v.size_bytes
+      entry.unread += v.unread ? 1 : 0
+      byAlias.set(v.alias_id, entry)
+    }
+    for (const [aliasId, freed] of byAlias) {
+      yield* sql`
+        UPDATE aliases SET storage_used_bytes = storage_used_bytes - ${freed.bytes}, unread_count = greatest(0, unread_count - ${freed.unread})
+        WHERE id = ${aliasId}`
+    }
+    const total = victims.reduce((n, v) => n + v.size_bytes, 0)
+    yield* sql`
+      UPDATE accounts SET storage_used_bytes = greatest(0, storage_used_bytes - ${total})
+      WHERE id = (SELECT account_id FROM aliases WHERE id = ${victims[0]!.alias_id})`
+  }).pipe(Effect.orDie)
 
 export class Mailstore extends Context.Service<Mailstore, {
   /** RCPT TO: which alias (if any) takes mail for this address. Counts refusals of paused aliases. */
@@ -90,40 +126,19 @@ export class Mailstore extends Context.Service<Mailstore, {
           )
           SELECT id, alias_id, size_bytes, unread FROM candidates WHERE running - size_bytes < ${needed}`.pipe(Effect.orDie)
         if (victims.length === 0) return 0
-        yield* removeMessages(victims)
+        yield* destroyMessages(sql, victims)
         return victims.reduce((n, v) => n + v.size_bytes, 0)
       })
 
-    const removeMessages = (victims: ReadonlyArray<{ id: number; alias_id: number; size_bytes: number; unread: boolean }>) =>
+    /** Stores one accepted message for each of its deliveries; inside the batch's transaction. */
+    const acceptOne = (input: AcceptInput, at: Date) =>
       Effect.gen(function*() {
-        yield* sql`DELETE FROM messages WHERE id IN ${sql.in(victims.map((v) => v.id))}`.pipe(Effect.orDie)
-        const byAlias = new Map<number, { bytes: number; unread: number }>()
-        for (const v of victims) {
-          const entry = byAlias.get(v.alias_id) ?? { bytes: 0, unread: 0 }
-          entry.bytes += v.size_bytes
-          entry.unread += v.unread ? 1 : 0
-          byAlias.set(v.alias_id, entry)
-        }
-        for (const [aliasId, freed] of byAlias) {
-          yield* sql`
-            UPDATE aliases SET storage_used_bytes = storage_used_bytes - ${freed.bytes}, unread_count = greatest(0, unread_count - ${freed.unread})
-            WHERE id = ${aliasId}`.pipe(Effect.orDie)
-        }
-        const total = victims.reduce((n, v) => n + v.size_bytes, 0)
-        yield* sql`
-          UPDATE accounts SET storage_used_bytes = greatest(0, storage_used_bytes - ${total})
-          WHERE id = (SELECT account_id FROM aliases WHERE id = ${victims[0]!.alias_id})`.pipe(Effect.orDie)
-      })
-
-    const accept = Effect.fn("Mailstore.accept")(function*(input: AcceptInput) {
-      const at = yield* now
-      const size = input.raw.byteLength
-      return yield* sql.withTransaction(Effect.gen(function*() {
+        const size = input.raw.byteLength
         const accepted: Array<Accepted> = []
         for (const delivery of input.deliveries) {
           const [account] = yield* sql<{ storage_used_bytes: number; entitlements: PlanEntitlements; overrides: PlanOverrides }>`
             SELECT a.storage_used_bytes::float8 AS storage_used_bytes, p.entitlements, a.overrides
-            FROM accounts a JOIN plans p ON p.code = a.plan WHERE a.id = ${delivery.accountId} FOR NO KEY UPDATE OF a`
+            FROM accounts a JOIN plans p ON p.code = a.plan WHERE a.id = ${delivery.accountId}`
           const plan = resolveEntitlements(account!.entitlements, account!.overrides)
           if (size > plan.storageQuotaBytes) return yield* Effect.fail(new OverQuota())
           const overBy = account!.storage_used_bytes + size - plan.storageQuotaBytes
@@ -131,22 +146,64 @@ export class Mailstore extends Context.Service<Mailstore, {
           const retentionDays = input.source === "test" ? TestMessageRetentionDays : plan.retentionDays
           const expiresAt = new Date(at.getTime() + retentionDays * dayMs)
           const [row] = yield* sql<{ id: number }>`
-            INSERT INTO messages (account_id, alias_id, source, recipient, envelope_from, client_address, client_helo,
-                                  received_at, expires_at, size_bytes)
-            VALUES (${delivery.accountId}, ${delivery.aliasId}, ${input.source}, ${delivery.recipient}, ${input.envelopeFrom},
-                    ${input.clientAddress}, ${input.clientHelo}, ${at}, ${expiresAt}, ${size})
-            RETURNING id`
-          yield* sql`INSERT INTO message_raw (message_id, raw) VALUES (${row!.id}, ${input.raw})`
-          yield* sql`
-            UPDATE aliases SET storage_used_bytes = storage_used_bytes + ${size}, received_count = received_count + 1,
-                   unread_count = unread_count + 1, last_received_at = ${at}
-            WHERE id = ${delivery.aliasId}`
-          yield* sql`UPDATE accounts SET storage_used_bytes = storage_used_bytes + ${size} WHERE id = ${delivery.accountId}`
+            WITH message AS (
+              INSERT INTO messages (account_id, alias_id, source, recipient, envelope_from, client_address, client_helo,
+                                    received_at, expires_at, size_bytes)
+              VALUES (${delivery.accountId}, ${delivery.aliasId}, ${input.source}, ${delivery.recipient}, ${input.envelopeFrom},
+                      ${input.clientAddress}, ${input.clientHelo}, ${at}, ${expiresAt}, ${size})
+              RETURNING id
+            ), raw AS (
+              INSERT INTO message_raw (message_id, raw) SELECT id, ${input.raw} FROM message
+            ), alias AS (
+              UPDATE aliases SET storage_used_bytes = storage_used_bytes + ${size}, received_count = received_count + 1,
+                     unread_count = unread_count + 1, last_received_at = ${at}
+              WHERE id = ${delivery.aliasId}
+            ), account AS (
+              UPDATE accounts SET storage_used_bytes = storage_used_bytes + ${size} WHERE id = ${delivery.accountId}
+            )
+            SELECT id FROM message`
           accepted.push({ id: row!.id, aliasId: delivery.aliasId, receivedAt: at, expiresAt })
         }
-        yield* sql`SELECT pg_notify(${PipelineChannel}, '')`
-        return accepted
-      })).pipe(Effect.catchTag("SqlError", Effect.die))
+        return accepted as ReadonlyArray<Accepted>
+      })
+
+    /**
+     * Group commit: accepts arriving together share one transaction (and one WAL flush).
+     * The accounts involved are locked first, in id order, so batches never deadlock; each
+     * message has its own savepoint, so one refused message leaves the others stored.
+     */
+    interface Pending {
+      readonly input: AcceptInput
+      readonly done: Deferred.Deferred<ReadonlyArray<Accepted>, OverQuota>
+    }
+    const pending = yield* Queue.unbounded<Pending>()
+    const runBatch = (batch: ReadonlyArray<Pending>) =>
+      Effect.gen(function*() {
+        const at = yield* now
+        const accountIds = [...new Set(batch.flatMap((p) => p.input.deliveries.map((d) => d.accountId)))].sort((a, b) => a - b)
+        const outcomes = yield* sql.withTransaction(Effect.gen(function*() {
+          if (accountIds.length > 0) yield* sql`SELECT id FROM accounts WHERE id IN ${sql.in(accountIds)} ORDER BY id FOR NO KEY UPDATE`
+          const results = yield* Effect.forEach(batch, (p) => sql.withTransaction(acceptOne(p.input, at)).pipe(Effect.result))
+          yield* sql`SELECT pg_notify(${PipelineChannel}, '')`
+          return results
+        }))
+        yield* Effect.forEach(batch, (p, i) => {
+          const outcome = outcomes[i]!
+          return Result.isSuccess(outcome)
+            ? Deferred.succeed(p.done, outcome.success)
+            : outcome.failure._tag === "OverQuota"
+            ? Deferred.fail(p.done, outcome.failure)
+            : Deferred.die(p.done, outcome.failure)
+        }, { discard: true })
+      }).pipe(
+        Effect.catchCause((cause) => Effect.forEach(batch, (p) => Deferred.failCause(p.done, Cause.die(Cause.squash(cause))), { discard: true }))
+      )
+    yield* Queue.takeBetween(pending, 1, 64).pipe(Effect.flatMap(runBatch), Effect.forever, Effect.forkScoped)
+
+    const accept = Effect.fn("Mailstore.accept")(function*(input: AcceptInput) {
+      const done = yield* Deferred.make<ReadonlyArray<Accepted>, OverQuota>()
+      yield* Queue.offer(pending, { input, done })
+      return yield* Deferred.await(done)
     })
 
     const purgeExpired = Effect.gen(function*() {
@@ -165,7 +222,7 @@ export class Mailstore extends Context.Service<Mailstore, {
           list.push(v)
           byAccount.set(owner!.account_id, list)
         }
-        for (const list of byAccount.values()) yield* removeMessages(list)
+        for (const list of byAccount.values()) yield* destroyMessages(sql, list)
         return victims.length
       })).pipe(Effect.orDie)
     })
