@@ -17,10 +17,29 @@ import {
 import { ApiToken, CreatedToken, CreateToken } from "./ApiToken.ts"
 import { Bootstrap } from "./Bootstrap.ts"
 import { MailDomain } from "./MailDomain.ts"
-import { InjectedTestMessage, ListMessagesQuery, MessageDetail, MessagePage, TestMessageInput } from "./Message.ts"
+import {
+  AttachmentParams,
+  AttachmentQuery,
+  BulkMessageInput,
+  BulkMessageResult,
+  DeleteMessageQuery,
+  EmptyTrashQuery,
+  EmptyTrashResult,
+  InjectedTestMessage,
+  ListMessagesQuery,
+  MessageDetail,
+  MessageHtmlQuery,
+  MessagePage,
+  MessageState,
+  RemoteImagePreference,
+  RemoteImagePreferenceInput,
+  TestMessageInput,
+  UpdateMessageState
+} from "./Message.ts"
 import { Errors } from "./Problem.ts"
 import { PushSettings } from "./Push.ts"
 import { CreateTag, Tag, TagWithCount, UpdateTag } from "./Tag.ts"
+import { NoticesGroup } from "./NoticesApi.ts"
 import { WebhooksGroup } from "./WebhooksApi.ts"
 
 const E = Errors
@@ -175,6 +194,56 @@ export class MessagesGroup extends HttpApiGroup.make("messages")
       params: IdParams,
       success: Schema.Uint8Array.pipe(HttpApiSchema.asUint8Array({ contentType: "message/rfc822" })),
       error: E.NotFound
+    }).annotate(Access, requires("read")),
+    HttpApiEndpoint.patch("updateState", "/messages/:id", {
+      params: IdParams,
+      payload: UpdateMessageState,
+      success: MessageState,
+      error: [E.NotFound, E.Conflict, E.ValidationFailed]
+    }).annotate(Access, requires("read")),
+    HttpApiEndpoint.post("bulk", "/messages/bulk", {
+      payload: BulkMessageInput,
+      success: BulkMessageResult,
+      error: [E.NotFound, E.Conflict, E.ValidationFailed]
+    }).annotate(Access, requires("session")),
+    HttpApiEndpoint.post("emptyTrash", "/messages/trash/empty", {
+      query: EmptyTrashQuery,
+      success: EmptyTrashResult,
+      error: [E.NotFound, E.ValidationFailed]
+    }).annotate(Access, requires("delete")),
+    HttpApiEndpoint.delete("remove", "/messages/:id", {
+      params: IdParams,
+      query: DeleteMessageQuery,
+      success: HttpApiSchema.NoContent,
+      error: [E.NotFound, E.ValidationFailed]
+    }).annotate(Access, requires("delete")),
+    HttpApiEndpoint.post("restore", "/messages/:id/restore", {
+      params: IdParams,
+      success: HttpApiSchema.NoContent,
+      error: E.NotFound
+    }).annotate(Access, requires("delete")),
+    HttpApiEndpoint.get("html", "/messages/:id/html", {
+      params: IdParams,
+      query: MessageHtmlQuery,
+      success: Schema.String.pipe(HttpApiSchema.asText({ contentType: "text/html" })),
+      error: [E.NotFound, E.ValidationFailed]
+    }).annotate(Access, requires("read")),
+    HttpApiEndpoint.put("remoteImagePreference", "/messages/:id/remote-images/preference", {
+      params: IdParams,
+      payload: RemoteImagePreferenceInput,
+      success: RemoteImagePreference,
+      error: [E.NotFound, E.ValidationFailed]
+    }).annotate(Access, requires("session")),
+    HttpApiEndpoint.get("attachment", "/messages/:messageId/attachments/:attachmentId", {
+      params: AttachmentParams,
+      query: AttachmentQuery,
+      success: Schema.Uint8Array.pipe(HttpApiSchema.asUint8Array({ contentType: "application/octet-stream" })),
+      error: [E.NotFound, E.Conflict, E.ValidationFailed]
+    }).annotate(Access, requires("read")),
+    HttpApiEndpoint.get("attachmentPreview", "/messages/:messageId/attachments/:attachmentId/preview", {
+      params: AttachmentParams,
+      success: Schema.Uint8Array.pipe(HttpApiSchema.asUint8Array({ contentType: "application/octet-stream" })),
+      error: E.NotFound
     }).annotate(Access, requires("read"))
   )
   .middleware(Authentication)
@@ -204,6 +273,7 @@ export class BurnboxApi extends HttpApi.make("burnbox")
   .add(MessagesGroup)
   .add(TestMailGroup)
   .add(WebhooksGroup)
+  .add(NoticesGroup)
   .middleware(ValidationErrors)
   .prefix("/api/v1")
   .annotate(HttpApi.PayloadParseOptions, { onExcessProperty: "error", errors: "all" })

@@ -139,3 +139,112 @@ export const ListMessagesQuery = {
   limit: Schema.optionalKey(Schema.NumberFromString.pipe(Schema.decodeTo(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 100 }))))),
   sort: Schema.optionalKey(Schema.Literals(["newest", "oldest"]))
 }
+
+/** Spec 2.13: the caller's own reader state of a message, answered by PATCH /messages/{id}. */
+export const MessageState = Schema.Struct({
+  isRead: Schema.Boolean,
+  starred: Schema.Boolean,
+  pinned: Schema.Boolean,
+  archived: Schema.Boolean,
+  tags: Schema.Array(Tag)
+}).annotate({ identifier: "MessageState" })
+export type MessageState = typeof MessageState.Type
+
+/** Spec 8: at most 50 tagIds on a message PATCH, and 1..100 ids on a bulk action. */
+export const MessageLimits = { tagIds: 50, bulkIds: 100 } as const
+
+const uniqueIds = Schema.makeFilter((ids: ReadonlyArray<number>) => new Set(ids).size === ids.length, {
+  message: "duplicate_ids"
+})
+
+/** The fields a bearer token may send on PATCH /messages/{id}; sessions may send them all. */
+export const BearerStateFields: ReadonlyArray<string> = ["isRead"]
+
+/** Spec 4.5, PATCH /messages/{id}. */
+export const UpdateMessageState = Schema.Struct({
+  isRead: Schema.optionalKey(Schema.Boolean),
+  starred: Schema.optionalKey(Schema.Boolean),
+  pinned: Schema.optionalKey(Schema.Boolean),
+  archived: Schema.optionalKey(Schema.Boolean),
+  tagIds: Schema.optionalKey(Schema.Array(Id).check(Schema.isMaxLength(MessageLimits.tagIds), uniqueIds))
+}).annotate({ identifier: "UpdateMessageState" })
+export type UpdateMessageState = typeof UpdateMessageState.Type
+
+export const BulkAction = Schema.Literals([
+  "mark_read",
+  "mark_unread",
+  "star",
+  "unstar",
+  "pin",
+  "unpin",
+  "archive",
+  "unarchive",
+  "add_tag",
+  "remove_tag",
+  "delete",
+  "restore",
+  "delete_forever"
+])
+export type BulkAction = typeof BulkAction.Type
+
+/** Spec 4.5, POST /messages/bulk. */
+export const BulkMessageInput = Schema.Struct({
+  ids: Schema.Array(Id).check(Schema.isMinLength(1), Schema.isMaxLength(MessageLimits.bulkIds), uniqueIds),
+  action: BulkAction,
+  tagId: Schema.optionalKey(Id)
+}).annotate({ identifier: "BulkMessageInput" })
+export type BulkMessageInput = typeof BulkMessageInput.Type
+
+/** Spec 2.14: where a message is after a delete, delete_forever or restore. */
+export const MessageOutcome = Schema.Struct({
+  id: Id,
+  outcome: Schema.Literals(["trashed", "deleted", "restored"]),
+  trashPurgeAt: Schema.NullOr(DateTimeString)
+}).annotate({ identifier: "MessageOutcome" })
+export type MessageOutcome = typeof MessageOutcome.Type
+
+/** Spec 2.14. */
+export const BulkMessageResult = Schema.Struct({
+  updated: NonNegativeInt,
+  deleted: NonNegativeInt,
+  trashed: NonNegativeInt,
+  restored: NonNegativeInt,
+  outcomes: Schema.Array(MessageOutcome)
+}).annotate({ identifier: "BulkMessageResult" })
+export type BulkMessageResult = typeof BulkMessageResult.Type
+
+/** Spec 2.15. */
+export const EmptyTrashResult = Schema.Struct({
+  deleted: NonNegativeInt,
+  remaining: NonNegativeInt
+}).annotate({ identifier: "EmptyTrashResult" })
+export type EmptyTrashResult = typeof EmptyTrashResult.Type
+
+/** Spec 2.16. */
+export const RemoteImagePreference = Schema.Struct({
+  sender: Schema.String,
+  alwaysLoad: Schema.Boolean
+}).annotate({ identifier: "RemoteImagePreference" })
+export type RemoteImagePreference = typeof RemoteImagePreference.Type
+
+export const RemoteImagePreferenceInput = Schema.Struct({ alwaysLoad: Schema.Boolean })
+  .annotate({ identifier: "RemoteImagePreferenceInput" })
+
+/** Spec 4.5 query of DELETE /messages/{id}: `permanent=1` (or `true`) destroys at once. */
+export const DeleteMessageQuery = {
+  permanent: Schema.optionalKey(Schema.Literals(["0", "1", "true", "false"]))
+}
+
+/** Spec 4.5 query of POST /messages/trash/empty. */
+export const EmptyTrashQuery = { alias: Schema.optionalKey(PositiveIntParam) }
+
+/** Spec 4.5 query of GET /messages/{id}/html: `remote=1` loads remote images. */
+export const MessageHtmlQuery = { remote: Schema.optionalKey(Schema.Literals(["0", "1"])) }
+
+/** Spec 4.5 query of an attachment download: `confirm=1` is needed for a dangerous file. */
+export const AttachmentQuery = { confirm: Schema.optionalKey(Schema.Literal("1")) }
+
+export const AttachmentParams = {
+  messageId: Schema.NumberFromString.pipe(Schema.decodeTo(Id)),
+  attachmentId: Schema.NumberFromString.pipe(Schema.decodeTo(Id))
+}

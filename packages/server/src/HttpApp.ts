@@ -1,7 +1,7 @@
 import { createServer } from "node:http"
 import { NodeHttpServer } from "@effect/platform-node"
 import { BurnboxApi } from "@burnbox/domain"
-import { Accounts, Aliases, BurnboxConfig, Mailstore, Messages, CandidateRandom, Domains, Keyring, RateLimiter, Sessions, Tags, Tokens, ServiceKeys, Webhooks } from "@burnbox/store"
+import { Accounts, Aliases, BurnboxConfig, Mailstore, MessageActions, Messages, Notices, CandidateRandom, Domains, Keyring, RateLimiter, Sessions, Tags, Tokens, ServiceKeys, Webhooks } from "@burnbox/store"
 import { Effect, Layer } from "effect"
 import { HttpRouter } from "effect/http"
 import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
@@ -9,6 +9,7 @@ import { AuthenticationLive } from "./Authentication.ts"
 import { AccountHttp } from "./http/AccountHttp.ts"
 import { AliasesHttp } from "./http/AliasesHttp.ts"
 import { MessagesHttp } from "./http/MessagesHttp.ts"
+import { NoticesHttp } from "./http/NoticesHttp.ts"
 import { TestMailHttp } from "./http/TestMailHttp.ts"
 import { AuthHttp } from "./http/AuthHttp.ts"
 import { TagsHttp } from "./http/TagsHttp.ts"
@@ -28,6 +29,8 @@ export const ApiServices = Layer.mergeAll(
   RateLimiter.layer,
   Mailstore.layer,
   Messages.layer,
+  Notices.layer,
+  MessageActions.layer,
   Aliases.layer.pipe(Layer.provide(RateLimiter.layer)),
   Webhooks.layer,
   ServiceKeys.layer
@@ -36,7 +39,7 @@ export const ApiServices = Layer.mergeAll(
 /** Every route of the service: the API under /api/v1, its OpenAPI document and the docs page. */
 export const HttpRoutes = Layer.mergeAll(
   HttpApiBuilder.layer(BurnboxApi, { openapiPath: "/api/v1/openapi.json" }).pipe(
-    Layer.provide([AuthHttp, TokensHttp, AccountHttp, TagsHttp, AliasesHttp, MessagesHttp, TestMailHttp, WebhooksHttp]),
+    Layer.provide([AuthHttp, TokensHttp, AccountHttp, TagsHttp, AliasesHttp, MessagesHttp, TestMailHttp, WebhooksHttp, NoticesHttp]),
     Layer.provide([AuthenticationLive, ValidationErrorsLive])
   ),
   HttpApiScalar.layer(BurnboxApi, { path: "/docs" }),

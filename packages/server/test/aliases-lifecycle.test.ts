@@ -222,7 +222,7 @@ describe("events (spec 6.1–6.3): one row per transition", () => {
     const rows = await eventRows(alias.id)
     expect(rows).toHaveLength(3)
     const aliasData = { id: alias.id, address: alias.address, label: "bank" }
-    expect(rows.map(({ id, ...rest }) => ({ ...rest, time: rest.time.toISOString() }))).toEqual([
+    expect(rows.map(({ id: _id, ...rest }) => ({ ...rest, time: rest.time.toISOString() }))).toEqual([
       { account_id: session.accountId, alias_id: alias.id, type: "alias.claimed", time: "2026-11-22T08:00:00.000Z", data: { alias: aliasData, claimed_at: "2026-11-22T08:00:00.000Z" } },
       { account_id: session.accountId, alias_id: alias.id, type: "alias.paused", time: "2026-11-22T09:00:00.000Z", data: { alias: aliasData, paused_at: "2026-11-22T09:00:00.000Z" } },
       { account_id: session.accountId, alias_id: alias.id, type: "alias.burned", time: "2026-11-22T10:00:00.000Z", data: { alias: aliasData, burned_at: "2026-11-22T10:00:00.000Z" } }

@@ -18,7 +18,6 @@ type Answer = { status: number; body: any; text: string; headers: Headers }
 type Reservation = typeof CandidateReservation.Type
 
 const MINUTE = 60_000
-const DAY = 86_400_000
 const AliasList = Schema.Struct({ items: Schema.Array(Alias) })
 
 const expectRefused = (answer: Answer, status: number) => {

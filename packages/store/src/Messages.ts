@@ -41,13 +41,17 @@ interface DetailRow {
 type SummaryRow = Omit<DetailRow, "headers" | "text_body" | "has_html" | "verification_links">
 type TagRow = { id: number; name: string; color: string | null }
 
+/** The sender as the message shows it: the From address, else the envelope sender. */
+export const senderAddressOf = (row: { readonly sender_address: string; readonly envelope_from: string | null }): string =>
+  row.sender_address || row.envelope_from || UNKNOWN_SENDER_ADDRESS
+
 const toSummary = (row: SummaryRow, tags: ReadonlyArray<TagRow>): MessageSummary => {
   const isRead = row.is_read ?? false
   return {
     id: row.id,
     source: row.source,
     alias: { id: row.alias_id, address: `${row.local_part}@${row.domain}`, label: row.label, domain: row.domain },
-    sender: { name: row.sender_name, address: row.sender_address || row.envelope_from || UNKNOWN_SENDER_ADDRESS },
+    sender: { name: row.sender_name, address: senderAddressOf(row) },
     subject: row.subject,
     snippet: row.snippet,
     receivedAt: row.received_at.toISOString(),
@@ -148,12 +152,18 @@ export class Messages extends Context.Service<Messages, {
         WHERE m.id = ${id} AND m.account_id = ${accountId}`.pipe(Effect.orDie)
       const row = rows[0]
       if (row === undefined) return undefined
-      const [attachments, tags] = yield* Effect.all([
+      const [attachments, tags, alwaysLoad] = yield* Effect.all([
         sql<{ id: number; filename: string; mime_type: string; size_bytes: number; dangerous: boolean; previewable: boolean }>`
           SELECT id, filename, mime_type, size_bytes, dangerous, previewable FROM attachments WHERE message_id = ${id} ORDER BY position`
           .pipe(Effect.orDie),
-        tagsOf(accountId, [id]).pipe(Effect.map((byMessage) => byMessage.get(id) ?? []))
-      ], { concurrency: 2 })
+        tagsOf(accountId, [id]).pipe(Effect.map((byMessage) => byMessage.get(id) ?? [])),
+        sql<{ always_load: boolean }>`
+          SELECT always_load FROM remote_image_preferences
+          WHERE account_id = ${accountId} AND sender = ${senderAddressOf(row).toLowerCase()}`.pipe(
+          Effect.orDie,
+          Effect.map((preferences) => preferences[0]?.always_load ?? false)
+        )
+      ], { concurrency: 3 })
       const url = `${baseUrl}/messages/${row.id}`
       const htmlUrl = row.has_html ? `${url}/html` : null
       return {
@@ -161,7 +171,7 @@ export class Messages extends Context.Service<Messages, {
         headers: row.headers,
         textBody: row.text_body,
         htmlUrl,
-        remoteImages: htmlUrl === null ? null : { blockedUrl: htmlUrl, loadUrl: `${htmlUrl}?remote=1`, alwaysLoadFromSender: false },
+        remoteImages: htmlUrl === null ? null : { blockedUrl: htmlUrl, loadUrl: `${htmlUrl}?remote=1`, alwaysLoadFromSender: alwaysLoad },
         rawUrl: `${url}/raw`,
         verificationLinks: row.verification_links,
         attachments: attachments.map((a) => ({

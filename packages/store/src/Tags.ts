@@ -58,5 +58,7 @@ export class Tags extends Context.Service<Tags, {
   }))
 }
 
-/** Messages carrying the tag, outside the trash. Messages arrive with their own migration. */
-const messageCount = (sql: SqlClient.SqlClient) => sql.literal("0")
+/** Messages carrying the tag, outside the trash (spec 4.5, rule 1). */
+const messageCount = (sql: SqlClient.SqlClient) =>
+  sql`(SELECT count(*)::int FROM message_tags mt JOIN messages m ON m.id = mt.message_id
+       WHERE mt.tag_id = t.id AND m.trashed_at IS NULL)`

@@ -11,7 +11,7 @@ import { type EventAlias } from "@burnbox/domain"
 import { analyzeMessage, parseMessage, type ParsedMessage } from "@burnbox/domain/mail/index"
 import { appendEvent, BurnboxConfig, now, PipelineChannel } from "@burnbox/store"
 import { Effect, Layer, Queue } from "effect"
-import { type AuthResults, authenticateMail, DnsResolver, noAuth } from "./MailAuth.ts"
+import { type AuthResults, authenticateMail, noAuth } from "./MailAuth.ts"
 import { SqlClient } from "effect/sql"
 
 /** A claim older than this belongs to a worker that died; the message is taken again. */
