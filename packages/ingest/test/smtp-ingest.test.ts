@@ -5,9 +5,8 @@
  * per accepted alias, the DATA size cap and the bare-LF refusal, the exact raw bytes, and the
  * alias and account counters written with the message.
  */
-import { connect, type Socket } from "node:net"
 import { Alias, CandidateReservation } from "@burnbox/domain"
-import { expectShape, type Harness, type Session, startHarness } from "@burnbox/testkit"
+import { expectShape, type Harness, type Session, startHarness, type SmtpReply, SmtpClient } from "@burnbox/testkit"
 import { Schema } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 
@@ -22,106 +21,6 @@ afterAll(() => h.close())
 // ---------------------------------------------------------------------------------------------
 // A raw SMTP client: every reply code is seen exactly as the server sent it.
 
-interface Reply {
-  readonly code: number
-  /** The text of every line of the reply, without the code, joined by "\n". */
-  readonly text: string
-  readonly lines: ReadonlyArray<string>
-}
-
-const dotStuff = (raw: Uint8Array) => Buffer.from(Buffer.from(raw).toString("latin1").replace(/(^|\r\n)\./g, "$1.."), "latin1")
-
-class SmtpClient {
-  private buffer = ""
-  private readonly lines: Array<string> = []
-  private waiter: (() => void) | undefined
-  private closed = false
-  private readonly socket: Socket
-  private constructor(socket: Socket) {
-    this.socket = socket
-    socket.on("data", (chunk: Buffer) => {
-      this.buffer += chunk.toString("latin1")
-      let at: number
-      while ((at = this.buffer.indexOf("\r\n")) >= 0) {
-        this.lines.push(this.buffer.slice(0, at))
-        this.buffer = this.buffer.slice(at + 2)
-      }
-      this.wake()
-    })
-    socket.on("close", () => {
-      this.closed = true
-      this.wake()
-    })
-    socket.on("error", () => {
-      this.closed = true
-      this.wake()
-    })
-  }
-
-  static open(port: number): Promise<SmtpClient> {
-    return new Promise((resolve, reject) => {
-      const socket = connect(port, "127.0.0.1", () => resolve(new SmtpClient(socket)))
-      socket.once("error", reject)
-    })
-  }
-
-  private wake() {
-    const waiter = this.waiter
-    this.waiter = undefined
-    waiter?.()
-  }
-
-  /** The next complete (possibly multi-line) reply. */
-  async read(timeoutMs = 30_000): Promise<Reply> {
-    const deadline = Date.now() + timeoutMs
-    for (;;) {
-      const end = this.lines.findIndex((line) => !/^\d{3}-/.test(line))
-      if (end >= 0) {
-        const lines = this.lines.splice(0, end + 1)
-        return { code: Number(lines[end]!.slice(0, 3)), text: lines.map((l) => l.slice(4)).join("\n"), lines }
-      }
-      if (this.closed) throw new Error(`SMTP connection closed; unread: ${this.lines.join(" | ")}`)
-      await new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error("no SMTP reply in time")), Math.max(0, deadline - Date.now()))
-        this.waiter = () => {
-          clearTimeout(timer)
-          resolve()
-        }
-      })
-    }
-  }
-
-  send(line: string) {
-    this.socket.write(`${line}\r\n`)
-  }
-
-  command(line: string): Promise<Reply> {
-    this.send(line)
-    return this.read()
-  }
-
-  /** The dot-stuffed bytes and the terminator, after a 354. */
-  writeMessage(raw: Uint8Array) {
-    this.socket.write(dotStuff(raw))
-    this.socket.write(".\r\n")
-  }
-
-  /** DATA, the message and its terminator; answers the reply to the message. */
-  async data(raw: Uint8Array): Promise<Reply> {
-    const go = await this.command("DATA")
-    if (go.code !== 354) return go
-    this.writeMessage(raw)
-    return this.read()
-  }
-
-  async quit() {
-    if (!this.closed) {
-      this.send("QUIT")
-      await this.read(5_000).catch(() => undefined)
-    }
-    this.socket.destroy()
-  }
-}
 
 /** Opens a connection and says EHLO; the caller quits. */
 const session = async () => {
@@ -138,7 +37,7 @@ const deliver = async (to: ReadonlyArray<string>, raw: Uint8Array, from = "sende
   try {
     const mail = await client.command(`MAIL FROM:<${from}>`)
     expect(mail.code, mail.text).toBe(250)
-    const rcpt: Array<Reply> = []
+    const rcpt: Array<SmtpReply> = []
     for (const address of to) rcpt.push(await client.command(`RCPT TO:<${address}>`))
     const data = rcpt.some((r) => r.code === 250) ? await client.data(raw) : undefined
     return { rcpt, data }
