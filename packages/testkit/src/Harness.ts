@@ -83,6 +83,8 @@ export const TestSecret = "burnbox-test-secret-not-for-production"
 export interface HarnessOptions {
   /** Seed of the candidate generator, so reservations are reproducible. */
   readonly seed?: number
+  /** A certificate for the SMTP ingest: with it, EHLO offers STARTTLS. */
+  readonly smtpTls?: { readonly key: Buffer; readonly cert: Buffer }
   /** DNS records mail authentication sees, keyed `"TXT name"`; every other name is ENOTFOUND. */
   readonly dnsRecords?: Readonly<Record<string, ReadonlyArray<unknown>>>
   /** Replaces DNS for webhook URL checks (the SSRF tests). */
@@ -115,7 +117,7 @@ export const startHarness = async (
   const random = Layer.succeed(CandidateRandom, seededRandom(options.seed ?? 20261121))
   // What the worker role runs, on the same database and clock, for tests to drive by hand.
   const worker = Layer.mergeAll(Aliases.layer, Mailstore.layer).pipe(Layer.provide(RateLimiter.layer), Layer.provide(Keyring.layer), Layer.provide(random))
-  const smtp = Layer.effect(SmtpPort, Effect.map(makeSmtpServer({ port: 0, host: "127.0.0.1", hostname: "mx.burnbox.test" }), (s) => s.port))
+  const smtp = Layer.effect(SmtpPort, Effect.map(makeSmtpServer({ port: 0, host: "127.0.0.1", hostname: "mx.burnbox.test", tls: options.smtpTls }), (s) => s.port))
     .pipe(Layer.provide(Mailstore.layer))
   // No DNS here: mail authentication answers from fixed records, as strict as the real resolver.
   const pipeline = PipelineLive.pipe(Layer.provide(DnsResolver.fixed(options.dnsRecords ?? {})))
