@@ -23,11 +23,26 @@
  * BENCH_LOG_DIR (where the service's output is kept, default the OS temp dir).
  */
 import { type ChildProcess, spawn } from "node:child_process"
-import { createWriteStream, mkdtempSync, readdirSync, readFileSync, rmSync, type WriteStream } from "node:fs"
+import { createWriteStream, mkdtempSync, readFileSync, rmSync, type WriteStream } from "node:fs"
 import { createRequire } from "node:module"
-import { createServer, type Server } from "node:net"
 import { availableParallelism, cpus, loadavg, tmpdir } from "node:os"
 import { join, resolve } from "node:path"
+import {
+  cpuShare,
+  type CpuShare,
+  cpuSnapshot,
+  envInt,
+  exited,
+  fmt,
+  freePorts,
+  median,
+  rssOf,
+  serverCpuCell,
+  sleep,
+  table,
+  waitForExit,
+  withTimeout
+} from "./lib/common.ts"
 
 // ---------------------------------------------------------------------------------------------
 // autocannon has no bundled types and @types/autocannon is not a dependency; describe the small
@@ -79,13 +94,6 @@ const root = resolve(import.meta.dirname, "..")
 const cliMain = join(root, "packages/cli/src/main.ts")
 const node = process.execPath // the real Node 24 binary, not the node_modules/.bin/node shell wrapper
 
-const envInt = (name: string, fallback: number, min: number): number => {
-  const raw = process.env[name]
-  if (raw === undefined || raw === "") return fallback
-  const value = Number(raw)
-  if (!Number.isInteger(value) || value < min) throw new Error(`${name} must be an integer >= ${min}, got "${raw}"`)
-  return value
-}
 const seconds = envInt("BENCH_SECONDS", 10, 1)
 const warmupSeconds = envInt("BENCH_WARMUP_SECONDS", 2, 0)
 const connections = envInt("BENCH_CONNECTIONS", 50, 1)
@@ -108,60 +116,6 @@ const log = (line: string) => process.stderr.write(`[bench:me] ${line}\n`)
 
 // ---------------------------------------------------------------------------------------------
 // Small helpers
-
-/** Free ports, all held open together so they are distinct, then released. */
-const freePorts = async (count: number): Promise<Array<number>> => {
-  const servers: Array<Server> = []
-  try {
-    const ports: Array<number> = []
-    for (let i = 0; i < count; i++) {
-      const server = createServer()
-      servers.push(server)
-      ports.push(await new Promise<number>((ok, fail) => {
-        server.once("error", fail)
-        server.listen(0, "127.0.0.1", () => {
-          const address = server.address()
-          ok(typeof address === "object" && address !== null ? address.port : 0)
-        })
-      }))
-    }
-    return ports
-  } finally {
-    await Promise.all(servers.map((s) => new Promise<void>((ok) => s.close(() => ok()))))
-  }
-}
-
-const sleep = (ms: number) => new Promise<void>((ok) => setTimeout(ok, ms))
-
-const exited = (child: ChildProcess) => child.exitCode !== null || child.signalCode !== null
-
-/** Resolves when the child has exited, or false after `ms`. */
-const waitForExit = (child: ChildProcess, ms: number): Promise<boolean> =>
-  exited(child) ? Promise.resolve(true) : new Promise((ok) => {
-    const timer = setTimeout(() => ok(false), ms)
-    child.once("exit", () => {
-      clearTimeout(timer)
-      ok(true)
-    })
-  })
-
-const withTimeout = <A>(promise: PromiseLike<A>, ms: number, what: string): Promise<A> =>
-  new Promise((ok, fail) => {
-    const timer = setTimeout(() => fail(new Error(`${what} did not finish within ${ms / 1000} s`)), ms)
-    Promise.resolve(promise).then((value) => {
-      clearTimeout(timer)
-      ok(value)
-    }, (error: unknown) => {
-      clearTimeout(timer)
-      fail(error)
-    })
-  })
-
-const median = (values: ReadonlyArray<number>): number => {
-  const sorted = [...values].sort((a, b) => a - b)
-  const mid = Math.floor(sorted.length / 2)
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2
-}
 
 // ---------------------------------------------------------------------------------------------
 // Process bookkeeping: everything started here is stopped here, by pid, exactly once.
@@ -352,101 +306,8 @@ const statusSummary = (result: AutocannonResult): string =>
 
 const servedPerSecond = (result: AutocannonResult): number => result["2xx"] / Math.max(result.duration, 1e-9)
 
-const rssOf = (pid: number | undefined): string => {
-  if (pid === undefined) return "?"
-  try {
-    const line = readFileSync(`/proc/${pid}/status`, "utf8").split("\n").find((l) => l.startsWith("VmRSS:"))
-    const kb = Number(line?.replace(/\D+/g, ""))
-    return Number.isFinite(kb) ? `${Math.round(kb / 1024)} MB` : "?"
-  } catch {
-    return "?"
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
-// CPU accounting (Linux /proc): how the cores were shared during a measured run, so a run on a
-// busy shared machine is visible as such. Figures are in % of one core (2 cores = 200 %).
-
-const ticksPerSecond = 100 // USER_HZ, 100 on Linux
-
-interface ProcStat {
-  readonly ppid: number
-  readonly own: number // utime + stime
-  readonly reaped: number // cutime + cstime: children that exited and were waited for
-}
-
-const procStat = (pid: number): ProcStat | undefined => {
-  try {
-    const text = readFileSync(`/proc/${pid}/stat`, "utf8")
-    const f = text.slice(text.lastIndexOf(")") + 2).split(" ").map(Number)
-    return { ppid: f[1]!, own: f[11]! + f[12]!, reaped: f[13]! + f[14]! }
-  } catch {
-    return undefined
-  }
-}
-
-/** CPU ticks of a process, and of it with all its descendants (burnbox: its PostgreSQL and backends). */
-const treeTicks = (rootPid: number | undefined): { root: number; tree: number } => {
-  if (rootPid === undefined) return { root: 0, tree: 0 }
-  const all = new Map<number, ProcStat>()
-  for (const name of readdirSync("/proc")) {
-    if (!/^\d+$/.test(name)) continue
-    const stat = procStat(Number(name))
-    if (stat !== undefined) all.set(Number(name), stat)
-  }
-  let total = 0
-  const queue = [rootPid]
-  while (queue.length > 0) {
-    const pid = queue.pop()!
-    const stat = all.get(pid)
-    if (stat === undefined) continue
-    total += stat.own + stat.reaped
-    for (const [child, s] of all) if (s.ppid === pid) queue.push(child)
-  }
-  return { root: all.get(rootPid)?.own ?? 0, tree: total }
-}
-
-const machineBusyTicks = (): number => {
-  const fields = readFileSync("/proc/stat", "utf8").split("\n")[0]!.trim().split(/\s+/).slice(1).map(Number)
-  const total = fields.slice(0, 8).reduce((a, b) => a + b, 0) // user..steal
-  return total - fields[3]! - fields[4]! // minus idle and iowait
-}
-
-interface CpuShare {
-  readonly generator: number
-  readonly server: number
-  /** the server's own process, without descendants */
-  readonly serverProcess: number
-  readonly other: number
-}
-
-const cpuSnapshot = (serverPid: number | undefined) => ({
-  at: performance.now(),
-  machine: machineBusyTicks(),
-  self: procStat(process.pid)?.own ?? 0,
-  server: treeTicks(serverPid)
-})
-
-const cpuShare = (before: ReturnType<typeof cpuSnapshot>, after: ReturnType<typeof cpuSnapshot>): CpuShare => {
-  const secs = (after.at - before.at) / 1000
-  const pct = (ticks: number) => (100 * ticks) / ticksPerSecond / secs
-  const generator = pct(after.self - before.self)
-  const server = pct(after.server.tree - before.server.tree)
-  const serverProcess = pct(after.server.root - before.server.root)
-  return { generator, server, serverProcess, other: Math.max(0, pct(after.machine - before.machine) - generator - server) }
-}
-
 // ---------------------------------------------------------------------------------------------
 // Report
-
-const table = (header: ReadonlyArray<string>, rows: ReadonlyArray<ReadonlyArray<string>>): string => {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)))
-  const line = (cells: ReadonlyArray<string>) => "| " + cells.map((c, i) => i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!)).join(" | ") + " |"
-  const rule = "|" + widths.map((w, i) => "-".repeat(w + 1) + (i === 0 ? "-" : ":")).join("|") + "|"
-  return [line(header), rule, ...rows.map(line)].join("\n")
-}
-
-const fmt = (n: number, digits = 0) => n.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits })
 
 const summarizeServiceLog = (): Array<string> => {
   let text = ""
@@ -544,9 +405,7 @@ const main = async (): Promise<number> => {
     fmt(r.timeouts),
     statusSummary(r),
     fmt(cpu.generator),
-    cpu.server - cpu.serverProcess >= 0.5
-      ? `${fmt(cpu.server)} (${fmt(cpu.serverProcess)}+${fmt(cpu.server - cpu.serverProcess)})`
-      : fmt(cpu.server),
+    serverCpuCell(cpu),
     fmt(cpu.other)
   ]
   const of = (target: Target) => runs.filter((r) => r.target === target).map((r) => r.result)

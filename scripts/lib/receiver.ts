@@ -1,0 +1,202 @@
+/**
+ * A webhook receiver for bench-webhooks.ts: a test CA and a leaf certificate for 127.0.0.1
+ * made with `openssl` (as packages/testkit/src/Receiver.ts makes them), and a `node:https`
+ * server on 127.0.0.1 that answers 200 at once and records when each request arrived.
+ * Also: event ids as the outbox wants them (`evt_` + a 26-character Crockford ULID), and a
+ * summary of a V8 CPU profile.
+ */
+import { execFileSync } from "node:child_process"
+import { randomBytes } from "node:crypto"
+import { readdirSync, readFileSync, writeFileSync } from "node:fs"
+import type { IncomingHttpHeaders } from "node:http"
+import { createServer, type Server } from "node:https"
+import { join } from "node:path"
+import { epochMs } from "./common.ts"
+
+export interface Certificates {
+  readonly caFile: string
+  readonly keyPem: string
+  readonly certPem: string
+}
+
+/** An EC P-256 CA and a leaf for 127.0.0.1 and localhost, valid two days, in `dir`. */
+export const makeCertificates = (dir: string): Certificates => {
+  const at = (file: string) => join(dir, file)
+  const openssl = (args: ReadonlyArray<string>) => execFileSync("openssl", args, { stdio: "pipe", timeout: 30_000 })
+  openssl([
+    "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2",
+    "-subj", "/CN=burnbox bench CA", "-keyout", at("ca.key"), "-out", at("ca.pem"),
+    "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign"
+  ])
+  openssl([
+    "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+    "-subj", "/CN=burnbox bench receiver", "-keyout", at("leaf.key"), "-out", at("leaf.csr")
+  ])
+  writeFileSync(at("leaf.ext"), "basicConstraints=CA:FALSE\nkeyUsage=digitalSignature\nextendedKeyUsage=serverAuth\nsubjectAltName=IP:127.0.0.1,DNS:localhost\n")
+  openssl([
+    "x509", "-req", "-in", at("leaf.csr"), "-CA", at("ca.pem"), "-CAkey", at("ca.key"), "-CAcreateserial",
+    "-days", "2", "-extfile", at("leaf.ext"), "-out", at("leaf.pem")
+  ])
+  return { caFile: at("ca.pem"), keyPem: readFileSync(at("leaf.key"), "utf8"), certPem: readFileSync(at("leaf.pem"), "utf8") }
+}
+
+export interface Arrival {
+  /** epoch ms when the whole request body had arrived */
+  readonly at: number
+  readonly path: string
+  readonly webhookId: string
+  readonly type: string
+  readonly messageId: number | undefined
+}
+
+export interface Kept {
+  readonly path: string
+  readonly headers: IncomingHttpHeaders
+  readonly text: string
+}
+
+export interface Receiver {
+  readonly port: number
+  readonly url: (path: string) => string
+  readonly arrivals: Array<Arrival>
+  /** the raw requests of the first `keep` arrivals, and of any marked with keepNext */
+  readonly kept: Array<Kept>
+  keepNext: (n: number) => void
+  /** requests whose body was not the JSON envelope */
+  readonly malformed: () => number
+  /** new TLS connections accepted */
+  readonly connections: () => number
+  /** called for each arrival (after it is recorded) */
+  onArrival: ((arrival: Arrival) => void) | undefined
+  readonly close: () => Promise<void>
+}
+
+export const startReceiver = async (certificates: Certificates, keep = 10): Promise<Receiver> => {
+  const arrivals: Array<Arrival> = []
+  const kept: Array<Kept> = []
+  let keepBudget = keep
+  let malformed = 0
+  let connections = 0
+  const server: Server = createServer({ key: certificates.keyPem, cert: certificates.certPem }, (req, res) => {
+    const chunks: Array<Buffer> = []
+    req.on("data", (chunk: Buffer) => chunks.push(chunk))
+    req.on("end", () => {
+      const at = epochMs()
+      const text = Buffer.concat(chunks).toString("utf8")
+      res.writeHead(200, { "content-type": "text/plain" })
+      res.end("ok")
+      let type = ""
+      let messageId: number | undefined
+      try {
+        const body = JSON.parse(text) as { type?: string; data?: { message_id?: unknown } }
+        type = String(body.type)
+        messageId = typeof body.data?.message_id === "number" ? body.data.message_id : undefined
+      } catch {
+        malformed++
+      }
+      const arrival: Arrival = { at, path: req.url ?? "", webhookId: String(req.headers["webhook-id"]), type, messageId }
+      arrivals.push(arrival)
+      if (keepBudget > 0) {
+        keepBudget--
+        kept.push({ path: req.url ?? "", headers: req.headers, text })
+      }
+      receiver.onArrival?.(arrival)
+    })
+  })
+  server.on("secureConnection", () => connections++)
+  await new Promise<void>((ok, fail) => {
+    server.once("error", fail)
+    server.listen(0, "127.0.0.1", () => ok())
+  })
+  const address = server.address()
+  if (address === null || typeof address === "string") throw new Error("receiver: no TCP address")
+  const receiver: Receiver = {
+    port: address.port,
+    url: (path) => `https://127.0.0.1:${address.port}${path}`,
+    arrivals,
+    kept,
+    keepNext: (n) => {
+      keepBudget += n
+    },
+    malformed: () => malformed,
+    connections: () => connections,
+    onArrival: undefined,
+    close: async () => {
+      server.closeAllConnections()
+      await new Promise<void>((ok) => server.close(() => ok()))
+    }
+  }
+  return receiver
+}
+
+// ---------------------------------------------------------------------------------------------
+// Event ids
+
+const crockford = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+
+/** `count` ids `evt_` + ULID (10 time characters, 16 random), strictly ascending. */
+export const eventIds = (count: number, timeMs = Date.now()): Array<string> => {
+  let time = ""
+  for (let t = timeMs, i = 0; i < 10; i++, t = Math.floor(t / 32)) time = crockford[t % 32] + time
+  // A random 80-bit start, incremented per id (monotonic ULIDs within one millisecond).
+  let random = BigInt("0x" + randomBytes(10).toString("hex")) >> 2n
+  const ids: Array<string> = []
+  for (let i = 0; i < count; i++, random++) {
+    let r = ""
+    for (let v = random, k = 0; k < 16; k++, v >>= 5n) r = crockford[Number(v & 31n)] + r
+    ids.push(`evt_${time}${r}`)
+  }
+  return ids
+}
+
+// ---------------------------------------------------------------------------------------------
+// CPU profiles
+
+interface ProfileNode {
+  id: number
+  callFrame: { functionName: string; url: string; lineNumber: number }
+  hitCount?: number
+}
+
+/** Self time by function and by code origin in the newest .cpuprofile of `dir`, largest first. */
+export const summarizeProfile = (dir: string, top = 15): Array<string> => {
+  const files = readdirSync(dir).filter((f) => f.endsWith(".cpuprofile")).sort()
+  if (files.length === 0) return [`(no .cpuprofile in ${dir})`]
+  const profile = JSON.parse(readFileSync(join(dir, files[files.length - 1]!), "utf8")) as {
+    nodes: Array<ProfileNode>
+    startTime: number
+    endTime: number
+    samples: Array<number>
+  }
+  const hits = new Map<number, number>()
+  for (const id of profile.samples) hits.set(id, (hits.get(id) ?? 0) + 1)
+  const total = profile.samples.length
+  const msPerSample = (profile.endTime - profile.startTime) / 1000 / Math.max(1, total)
+  const byFunction = new Map<string, number>()
+  const byOrigin = new Map<string, number>()
+  const origin = (url: string, name: string) => {
+    if (url === "") return name.startsWith("(") ? name : "(native/builtin)"
+    const pkg = /node_modules\/(?:\.pnpm\/[^/]+\/node_modules\/)?((?:@[^/]+\/)?[^/]+)/.exec(url)
+    if (pkg !== null) return pkg[1]!
+    const own = /packages\/([^/]+)\//.exec(url)
+    if (own !== null) return `@burnbox/${own[1]}`
+    if (url.startsWith("node:")) return url.split("/")[0]!
+    return url.replace(/^file:\/\//, "")
+  }
+  for (const node of profile.nodes) {
+    const n = hits.get(node.id) ?? 0
+    if (n === 0) continue
+    const f = node.callFrame
+    const file = f.url.split("/").pop() ?? ""
+    const key = `${f.functionName || "(anonymous)"} ${file}${file === "" ? "" : `:${f.lineNumber + 1}`}`
+    byFunction.set(key, (byFunction.get(key) ?? 0) + n)
+    const o = origin(f.url, f.functionName)
+    byOrigin.set(o, (byOrigin.get(o) ?? 0) + n)
+  }
+  const pct = (n: number) => `${((100 * n) / Math.max(1, total)).toFixed(1)} %`
+  const lines = [`CPU profile ${files[files.length - 1]}: ${total} samples, ${(total * msPerSample / 1000).toFixed(1)} s sampled`]
+  lines.push("self time by origin: " + [...byOrigin].sort((a, b) => b[1] - a[1]).slice(0, 10).map(([k, n]) => `${k} ${pct(n)}`).join(", "))
+  lines.push("self time by function:")
+  for (const [k, n] of [...byFunction].sort((a, b) => b[1] - a[1]).slice(0, top)) lines.push(`  ${pct(n).padStart(7)}  ${k}`)
+  return lines
+}

@@ -1,0 +1,549 @@
+/**
+ * SMTP load for the benchmark scripts: a raw `node:net` SMTP client with PIPELINING (one write
+ * of MAIL+RCPT+DATA, then the body), a closed-loop or paced load generator over many
+ * connections that records every reply, 5 KB test messages carrying a code, and the external
+ * reference tools (Postfix smtp-source/smtp-sink, maildev) with install hints when missing.
+ *
+ * All traffic goes to 127.0.0.1. Connections may bind distinct loopback source addresses
+ * (127.0.0.2, 127.0.0.3, ...), so 50 connections look like 50 sending hosts: burnbox limits
+ * connections per client address (MaxConnectionsPerAddress), as a defence against one abusive
+ * sender, and a benchmark of "50 concurrent connections" should not measure that limit.
+ */
+import type { ChildProcess } from "node:child_process"
+import { accessSync, constants, existsSync } from "node:fs"
+import { connect, type Socket } from "node:net"
+import { userInfo } from "node:os"
+import { delimiter, join } from "node:path"
+import { exited, sleep, waitForExit } from "./common.ts"
+import { type Session, smtpGreets } from "./burnbox.ts"
+
+// ---------------------------------------------------------------------------------------------
+// One SMTP connection, promise-based
+
+export interface Reply {
+  readonly code: number
+  readonly text: string
+}
+
+export class SmtpConnection {
+  readonly socket: Socket
+  private buffer = ""
+  private readonly replies: Array<Reply> = []
+  private readonly waiters: Array<{ ok: (reply: Reply) => void; fail: (error: Error) => void }> = []
+  private pendingLines: Array<string> = []
+  closedError: Error | undefined
+  extensions: ReadonlyArray<string> = []
+
+  private constructor(socket: Socket) {
+    this.socket = socket
+    socket.setNoDelay(true)
+    socket.setEncoding("latin1")
+    socket.on("data", (chunk: string) => this.onData(chunk))
+    const close = (error: Error) => {
+      if (this.closedError !== undefined) return
+      this.closedError = error
+      for (const waiter of this.waiters.splice(0)) waiter.fail(error)
+    }
+    socket.on("error", (error) => close(error))
+    socket.on("close", () => close(new Error("connection closed")))
+  }
+
+  /** Connects, reads the greeting and says EHLO. Throws with the reply when the greeting is not 220. */
+  static async open(port: number, options: { localAddress?: string | undefined; ehlo?: string; timeoutMs?: number } = {}): Promise<SmtpConnection> {
+    const socket = connect({ port, host: "127.0.0.1", ...(options.localAddress === undefined ? {} : { localAddress: options.localAddress }) })
+    const connection = new SmtpConnection(socket)
+    const timeoutMs = options.timeoutMs ?? 30_000
+    socket.setTimeout(timeoutMs, () => socket.destroy(new Error(`no answer within ${timeoutMs / 1000} s`)))
+    const greeting = await connection.reply()
+    if (greeting.code !== 220) {
+      socket.destroy()
+      throw new SmtpRefusal("greeting", greeting)
+    }
+    connection.write(`EHLO ${options.ehlo ?? "bench.localhost"}\r\n`)
+    const ehlo = await connection.reply()
+    if (ehlo.code !== 250) {
+      socket.destroy()
+      throw new SmtpRefusal("EHLO", ehlo)
+    }
+    connection.extensions = ehlo.text.split("\n").slice(1).map((l) => l.split(" ")[0]!.toUpperCase())
+    return connection
+  }
+
+  get pipelining() {
+    return this.extensions.includes("PIPELINING")
+  }
+
+  write(data: string | Buffer) {
+    this.socket.write(data)
+  }
+
+  /** The next complete (possibly multi-line) reply. */
+  reply(): Promise<Reply> {
+    const ready = this.replies.shift()
+    if (ready !== undefined) return Promise.resolve(ready)
+    if (this.closedError !== undefined) return Promise.reject(this.closedError)
+    return new Promise((ok, fail) => this.waiters.push({ ok, fail }))
+  }
+
+  private onData(chunk: string) {
+    this.buffer += chunk
+    let at: number
+    while ((at = this.buffer.indexOf("\r\n")) >= 0) {
+      const line = this.buffer.slice(0, at)
+      this.buffer = this.buffer.slice(at + 2)
+      this.pendingLines.push(line.slice(4))
+      if (line[3] === "-") continue
+      const reply = { code: Number(line.slice(0, 3)), text: this.pendingLines.join("\n") }
+      this.pendingLines = []
+      const waiter = this.waiters.shift()
+      if (waiter !== undefined) waiter.ok(reply)
+      else this.replies.push(reply)
+    }
+  }
+
+  async quit() {
+    if (this.closedError !== undefined) return
+    try {
+      this.write("QUIT\r\n")
+      await Promise.race([this.reply(), sleep(1_000)])
+    } catch {
+      // closing anyway
+    }
+    this.socket.end()
+    this.socket.destroySoon()
+  }
+
+  destroy() {
+    this.socket.destroy()
+  }
+}
+
+export class SmtpRefusal extends Error {
+  readonly reply: Reply
+  constructor(stage: string, reply: Reply) {
+    super(`${stage}: ${reply.code} ${reply.text}`)
+    this.reply = reply
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Messages
+
+export interface OutgoingMessage {
+  readonly from: string
+  readonly to: string
+  /** The message: CRLF line ends, dot-stuffed, ending in CRLF, without the final ".\r\n". */
+  readonly data: Buffer
+}
+
+/** The six-digit code in message `index` of a `messageFactory`. */
+export const codeOf = (index: number) => String((index * 7919 + 104_729) % 1_000_000).padStart(6, "0")
+
+const filler = "The quick brown fox jumps over the lazy dog, and a burnbox benchmark pads this message. "
+
+/**
+ * A factory of ~`size`-byte text messages, each with its sequence number in the Message-ID,
+ * the subject and the body, and a six-digit code in the subject and the body (the code is
+ * `codeOf(index)`). Built from a template with fixed-width fields, so a message costs a copy.
+ */
+export const messageFactory = (options: {
+  readonly from: string
+  /**
+   * The recipient: `{seq}` in it is replaced with the sequence number (e.g. a +subaddress), or a
+   * function of the sequence number and of the connection (slot) that sends the message.
+   */
+  readonly to: string | ((index: number, connection: number) => string)
+  readonly size: number
+  readonly tag: string
+}) => {
+  const recipientOf = (index: number, connection = 0) => typeof options.to === "function" ? options.to(index, connection) : options.to.replace("{seq}", String(index))
+  const seqWidth = 9
+  const seqMark = "#".repeat(seqWidth)
+  const codeMark = "@@@@@@"
+  const head = [
+    `From: Bench Sender <${options.from}>`,
+    `To: <${recipientOf(0).replace(/\+[^@]*@/, "@")}>`,
+    `Subject: Your ${options.tag} code is ${codeMark} (message ${seqMark})`,
+    `Message-ID: <${options.tag}-${seqMark}@bench.localhost>`,
+    `Date: ${new Date().toUTCString().replace("GMT", "+0000")}`,
+    "MIME-Version: 1.0",
+    "Content-Type: text/plain; charset=utf-8",
+    "Content-Transfer-Encoding: 7bit",
+    "",
+    `Hello, your verification code is ${codeMark}.`,
+    `This is message ${seqMark} of the ${options.tag} run.`,
+    ""
+  ].join("\r\n") + "\r\n"
+  const lines: Array<string> = []
+  let length = Buffer.byteLength(head)
+  while (length < options.size - 2) {
+    const room = options.size - length - 2
+    const line = filler.repeat(1).slice(0, Math.max(1, Math.min(76, room))).replace(/^\./, ",")
+    lines.push(line)
+    length += line.length + 2
+  }
+  const template = Buffer.from(head + lines.map((l) => l + "\r\n").join(""), "latin1")
+  const seqAt: Array<number> = []
+  const codeAt: Array<number> = []
+  for (let i = template.indexOf(seqMark); i >= 0; i = template.indexOf(seqMark, i + 1)) seqAt.push(i)
+  for (let i = template.indexOf(codeMark); i >= 0; i = template.indexOf(codeMark, i + 1)) codeAt.push(i)
+  const make = (index: number, connection = 0): OutgoingMessage => {
+    const data = Buffer.from(template)
+    const seq = String(index).padStart(seqWidth, "0")
+    const code = codeOf(index)
+    for (const at of seqAt) data.write(seq, at, "latin1")
+    for (const at of codeAt) data.write(code, at, "latin1")
+    return { from: options.from, to: recipientOf(index, connection), data }
+  }
+  return { make, size: template.length }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The load generator
+
+export interface Delivery {
+  readonly index: number
+  readonly connection: number
+  /** epoch ms when the message was due (paced) or taken (closed loop) */
+  readonly dueAt: number
+  /** epoch ms when the body's final "." was written */
+  readonly sentAt: number
+  /** epoch ms when the reply to the body arrived */
+  readonly repliedAt: number
+  readonly reply: Reply
+}
+
+export interface LoadOptions {
+  readonly port: number
+  readonly connections: number
+  /** Distinct loopback source addresses: connection i binds 127.0.0.(2 + i % n); 0 binds none (127.0.0.1). */
+  readonly sourceAddresses: number
+  /** Message `index`, sent by connection (slot) `connection`. */
+  readonly make: (index: number, connection: number) => OutgoingMessage
+  /** Closed loop: send this many messages as fast as the connections allow. */
+  readonly messages?: number
+  /** Paced (open loop): this many messages per second for `seconds` seconds. */
+  readonly rate?: number
+  readonly seconds?: number
+  /** Reconnect after a connection failure (default true); the crash test turns it off. */
+  readonly reconnect?: boolean
+  /** A new connection for every message, as smtp-source does without -d (default false). */
+  readonly connectionPerMessage?: boolean
+  /** Called for each reply to a message body (in reply order). */
+  readonly onDelivery?: (delivery: Delivery) => void
+  /** Stops issuing new messages when this answers true (checked before each message). */
+  readonly stop?: () => boolean
+  /** Closed loop: stop issuing new messages this many seconds after the start (all connections open). */
+  readonly durationSeconds?: number
+  /** Hard bound on the whole load, ms. */
+  readonly timeoutMs: number
+}
+
+export interface LoadResult {
+  /** messages taken from the schedule */
+  readonly issued: number
+  /** messages whose body was completely written */
+  readonly bodiesSent: number
+  /** 2xx replies to a body */
+  readonly accepted: number
+  /** non-2xx replies (to the envelope or the body), by "code text" */
+  readonly rejected: ReadonlyMap<string, number>
+  /** bodies written whose reply never came (the connection died): their indexes */
+  readonly inFlight: ReadonlyArray<number>
+  /** connection-level failures, by message */
+  readonly errors: ReadonlyMap<string, number>
+  /** connections opened */
+  readonly connectionsOpened: number
+  /** epoch ms of the first message issued and of the last reply */
+  readonly startedAt: number
+  readonly endedAt: number
+  /** 2xx replies per second between the first issue and the last reply */
+  readonly acceptedPerSecond: number
+  /** paced: the largest lag between a message's due time and its MAIL write, ms */
+  readonly maxStartLagMs: number
+  /** ms spent opening the persistent connections before the start (greeting, EHLO) */
+  readonly connectMs: number
+}
+
+const bump = (map: Map<string, number>, key: string) => map.set(key, (map.get(key) ?? 0) + 1)
+
+/**
+ * Runs SMTP load against 127.0.0.1:port. Closed loop with `messages`, or paced with `rate` and
+ * `seconds` (messages are due at start + i/rate and go to the next free connection; a message
+ * waits in a queue when all connections are busy, so a slow server shows as lag, not as a lower
+ * offered rate going unnoticed).
+ */
+export const runSmtpLoad = async (options: LoadOptions): Promise<LoadResult> => {
+  const paced = options.rate !== undefined
+  const total = paced ? Math.round(options.rate! * (options.seconds ?? 10)) : options.messages ?? 0
+  const rejected = new Map<string, number>()
+  const errors = new Map<string, number>()
+  const inFlight: Array<number> = []
+  let issued = 0
+  let bodiesSent = 0
+  let accepted = 0
+  let connectionsOpened = 0
+  let maxStartLagMs = 0
+  const deadline = Date.now() + options.timeoutMs
+  let finished = false
+
+  // Persistent connections are opened (greeted, EHLO answered) before the clock starts, so the
+  // figures measure mail, not connection setup (smtp-server delays its greeting 100 ms and
+  // looks the client's address up in DNS first).
+  const sourceOf = (slot: number) => options.sourceAddresses > 0 ? `127.0.0.${2 + (slot % options.sourceAddresses)}` : undefined
+  const preopened: Array<SmtpConnection | undefined> = []
+  const connectStarted = performance.now()
+  if (options.connectionPerMessage !== true) {
+    await Promise.all(Array.from({ length: options.connections }, async (_, slot) => {
+      try {
+        preopened[slot] = await SmtpConnection.open(options.port, { localAddress: sourceOf(slot) })
+        connectionsOpened++
+      } catch (error) {
+        bump(errors, `connect: ${error instanceof Error ? error.message.slice(0, 100) : String(error)}`)
+      }
+    }))
+  }
+  const connectMs = performance.now() - connectStarted
+  const startedAt = performance.timeOrigin + performance.now()
+  let endedAt = startedAt
+  const stopAt = options.durationSeconds === undefined ? Number.POSITIVE_INFINITY : startedAt + options.durationSeconds * 1000
+
+  // The schedule: closed loop hands out the next index at once; paced releases index i at its due time.
+  const queue: Array<{ index: number; dueAt: number }> = []
+  const idle: Array<() => void> = []
+  let released = 0
+  let pacer: NodeJS.Timeout | undefined
+  const wake = () => {
+    let n = released >= total ? idle.length : Math.min(idle.length, queue.length)
+    while (n-- > 0) idle.shift()!()
+  }
+  if (paced) {
+    const interval = 1000 / options.rate!
+    const tick = () => {
+      const now = performance.timeOrigin + performance.now()
+      while (released < total && startedAt + released * interval <= now) {
+        queue.push({ index: released, dueAt: startedAt + released * interval })
+        released++
+      }
+      wake()
+      if (released < total && !finished) pacer = setTimeout(tick, Math.max(0, Math.min(5, startedAt + released * interval - now)))
+    }
+    tick()
+  }
+  const take = async (): Promise<{ index: number; dueAt: number } | undefined> => {
+    for (;;) {
+      if (options.stop?.() === true || Date.now() > deadline || performance.timeOrigin + performance.now() >= stopAt) return undefined
+      if (!paced) {
+        if (released >= total) return undefined
+        return { index: released++, dueAt: performance.timeOrigin + performance.now() }
+      }
+      const next = queue.shift()
+      if (next !== undefined) return next
+      if (released >= total) return undefined
+      await new Promise<void>((ok) => idle.push(ok))
+    }
+  }
+
+  const worker = async (slot: number) => {
+    const localAddress = sourceOf(slot)
+    let connection: SmtpConnection | undefined = preopened[slot]
+    let pending: { index: number; dueAt: number } | undefined
+    for (;;) {
+      const job = pending ?? await take()
+      if (job === undefined) break
+      if (pending === undefined) issued++
+      pending = undefined
+      let bodyWritten = false
+      try {
+        if (connection === undefined || connection.closedError !== undefined) {
+          connection = await SmtpConnection.open(options.port, { localAddress })
+          connectionsOpened++
+        }
+        const c = connection
+        const message = options.make(job.index, slot)
+        const startLag = performance.timeOrigin + performance.now() - job.dueAt
+        if (paced && startLag > maxStartLagMs) maxStartLagMs = startLag
+        const envelope = [`MAIL FROM:<${message.from}>\r\n`, `RCPT TO:<${message.to}>\r\n`, "DATA\r\n"]
+        let replies: Array<Reply>
+        if (c.pipelining) {
+          c.write(envelope.join(""))
+          replies = [await c.reply(), await c.reply(), await c.reply()]
+        } else {
+          replies = []
+          for (const command of envelope) {
+            c.write(command)
+            const reply = await c.reply()
+            replies.push(reply)
+            if (reply.code >= 400) break
+          }
+        }
+        const last = replies[replies.length - 1]!
+        if (last.code !== 354) {
+          const failed = replies.find((r) => r.code >= 400) ?? last
+          bump(rejected, `${failed.code} ${failed.text.slice(0, 80)}`)
+          c.write("RSET\r\n")
+          await c.reply()
+        } else {
+          c.socket.cork()
+          c.write(message.data)
+          c.write(".\r\n")
+          c.socket.uncork()
+          bodyWritten = true
+          bodiesSent++
+          const sentAt = performance.timeOrigin + performance.now()
+          const reply = await c.reply()
+          const repliedAt = performance.timeOrigin + performance.now()
+          endedAt = repliedAt
+          if (reply.code >= 200 && reply.code < 300) accepted++
+          else bump(rejected, `${reply.code} ${reply.text.slice(0, 80)}`)
+          options.onDelivery?.({ index: job.index, connection: slot, dueAt: job.dueAt, sentAt, repliedAt, reply })
+        }
+        if (options.connectionPerMessage === true) {
+          await c.quit()
+          connection = undefined
+        }
+      } catch (error) {
+        const text = error instanceof SmtpRefusal ? error.message.slice(0, 100) : error instanceof Error ? error.message : String(error)
+        bump(errors, text)
+        connection?.destroy()
+        connection = undefined
+        if (bodyWritten) inFlight.push(job.index)
+        if (!(options.reconnect ?? true)) break
+        // Not delivered: the same message again on a new connection (a body whose reply was lost is not resent).
+        if (!bodyWritten && Date.now() < deadline) pending = job
+        // A refused or failed connection: back off a little before the next attempt.
+        await sleep(error instanceof SmtpRefusal ? 50 : 10)
+      }
+    }
+    await connection?.quit()
+  }
+
+  const workers = Array.from({ length: options.connections }, (_, slot) => worker(slot))
+  await Promise.all(workers)
+  finished = true
+  if (pacer !== undefined) clearTimeout(pacer)
+  for (const resume of idle.splice(0)) resume()
+  const seconds = Math.max(1e-9, (endedAt - startedAt) / 1000)
+  return {
+    issued,
+    bodiesSent,
+    accepted,
+    rejected,
+    inFlight,
+    errors,
+    connectionsOpened,
+    startedAt,
+    endedAt,
+    acceptedPerSecond: accepted / seconds,
+    maxStartLagMs,
+    connectMs
+  }
+}
+
+export const countsText = (map: ReadonlyMap<string, number>): string =>
+  map.size === 0 ? "none" : [...map].map(([k, n]) => `${n} x "${k}"`).join("; ")
+
+// ---------------------------------------------------------------------------------------------
+// External reference tools
+
+const onPath = (name: string, extra: ReadonlyArray<string> = []): string | undefined => {
+  const dirs = [...(process.env["PATH"] ?? "").split(delimiter), "/usr/sbin", "/usr/local/sbin", "/sbin", ...extra]
+  for (const dir of dirs) {
+    if (dir === "") continue
+    const candidate = join(dir, name)
+    try {
+      accessSync(candidate, constants.X_OK)
+      return candidate
+    } catch {
+      // next
+    }
+  }
+  return undefined
+}
+
+export interface Tools {
+  readonly smtpSource: string | undefined
+  readonly smtpSink: string | undefined
+  readonly maildev: string | undefined
+  readonly missing: ReadonlyArray<string>
+}
+
+export const postfixHint = "Postfix's smtp-source/smtp-sink are missing: install them with `apt-get update && apt-get install -y postfix` (Debian/Ubuntu; the postfix service need not run)."
+export const maildevHint = "maildev 2.2.1 is missing: install it outside the workspace with `npm install --prefix /tmp/maildev maildev@2.2.1` (or set MAILDEV_BIN to its bin/maildev)."
+
+/** Finds smtp-source, smtp-sink (PATH, /usr/sbin) and maildev (MAILDEV_BIN, /tmp/maildev, PATH). */
+export const findTools = (): Tools => {
+  const smtpSource = onPath("smtp-source")
+  const smtpSink = onPath("smtp-sink")
+  const maildevCandidates = [process.env["MAILDEV_BIN"], "/tmp/maildev/node_modules/maildev/bin/maildev", onPath("maildev")]
+  const maildev = maildevCandidates.find((p): p is string => p !== undefined && p !== "" && existsSync(p))
+  const missing: Array<string> = []
+  if (smtpSource === undefined || smtpSink === undefined) missing.push(postfixHint)
+  if (maildev === undefined) missing.push(maildevHint)
+  return { smtpSource, smtpSink, maildev, missing }
+}
+
+const waitGreeting = async (child: ChildProcess, port: number, name: string, timeoutMs: number) => {
+  const deadline = Date.now() + timeoutMs
+  while (!(await smtpGreets(port, 1_000))) {
+    if (exited(child)) throw new Error(`${name} exited during startup (code ${child.exitCode})`)
+    if (Date.now() > deadline) throw new Error(`${name} did not greet on 127.0.0.1:${port} within ${timeoutMs / 1000} s`)
+    await sleep(100)
+  }
+}
+
+/** Postfix smtp-sink on 127.0.0.1:port: accepts and discards everything (backlog 1000). */
+export const startSmtpSink = async (session: Session, bin: string, port: number): Promise<ChildProcess> => {
+  // As root smtp-sink must drop privileges to an unprivileged user: Postfix's own `postfix`.
+  const asRoot = userInfo().uid === 0 ? ["-u", "postfix"] : []
+  const child = session.spawn("smtp-sink", bin, [...asRoot, `127.0.0.1:${port}`, "1000"], { stdio: ["ignore", "ignore", "pipe"] })
+  let stderr = ""
+  child.stderr!.setEncoding("utf8").on("data", (chunk: string) => stderr += chunk)
+  try {
+    await waitGreeting(child, port, "smtp-sink", 10_000)
+  } catch (error) {
+    throw new Error(`${error instanceof Error ? error.message : String(error)}: ${stderr.trim()}`, { cause: error })
+  }
+  return child
+}
+
+/** maildev on 127.0.0.1 (SMTP `port`, web `webPort`) storing mail under `dir`. */
+export const startMaildev = async (session: Session, bin: string, port: number, webPort: number, dir: string): Promise<ChildProcess> => {
+  const child = session.spawn("maildev", process.execPath, [bin, "--smtp", String(port), "--web", String(webPort), "--ip", "127.0.0.1", "--mail-directory", dir, "--silent"], {
+    stdio: ["ignore", "ignore", "pipe"]
+  })
+  let stderr = ""
+  child.stderr!.setEncoding("utf8").on("data", (chunk: string) => stderr += chunk)
+  try {
+    await waitGreeting(child, port, "maildev", 30_000)
+  } catch (error) {
+    throw new Error(`${error instanceof Error ? error.message : String(error)}: ${stderr.trim()}`, { cause: error })
+  }
+  return child
+}
+
+export interface SourceRun {
+  readonly seconds: number
+  readonly exitCode: number | null
+  readonly output: string
+  readonly pid: number | undefined
+}
+
+/**
+ * Runs Postfix smtp-source to completion (bounded by `timeoutMs`) and answers its wall time.
+ * smtp-source exits non-zero (fatal) on the first reply it does not expect, unless given -A.
+ */
+export const runSmtpSource = async (session: Session, bin: string, args: ReadonlyArray<string>, timeoutMs: number, onStart?: (pid: number | undefined) => void): Promise<SourceRun> => {
+  const started = performance.now()
+  const child = session.spawn("smtp-source", bin, args, { stdio: ["ignore", "pipe", "pipe"] }, "SIGKILL")
+  onStart?.(child.pid)
+  let output = ""
+  child.stdout!.setEncoding("utf8").on("data", (chunk: string) => output += chunk)
+  child.stderr!.setEncoding("utf8").on("data", (chunk: string) => output += chunk)
+  if (!(await waitForExit(child, timeoutMs))) {
+    child.kill("SIGKILL")
+    await waitForExit(child, 5_000)
+    throw new Error(`smtp-source ${args.join(" ")} did not finish within ${timeoutMs / 1000} s`)
+  }
+  return { seconds: (performance.now() - started) / 1000, exitCode: child.exitCode, output: output.trim(), pid: child.pid }
+}
