@@ -14,6 +14,9 @@ export default defineConfig({
           name: "integration",
           include: ["packages/{store,server,ingest,worker,testkit,cli}/test/**/*.test.ts"],
           globalSetup: ["packages/testkit/src/globalSetup.ts"],
+          // Some tests run the real burnbox CLI as child processes; on a loaded 2-core machine
+          // each takes seconds to start.
+          testTimeout: 120_000,
           pool: "forks",
           maxWorkers: 2
         }
