@@ -283,10 +283,10 @@ export class Burnbox {
     const child = spawn(node, [...nodeArgs, cliMain, command], { cwd: root, env: this.env, stdio: ["ignore", "pipe", "pipe"] })
     this.child = child
     child.stdout!.on("data", (chunk: Buffer) => this.writeLog(`[${command} stdout] ${chunk.toString("utf8")}`))
-    let workerStarted = false
+    const seen = { workerStarted: false }
     child.stderr!.on("data", (chunk: Buffer) => {
       const text = chunk.toString("utf8")
-      if (text.includes("worker started")) workerStarted = true
+      if (text.includes("worker started")) seen.workerStarted = true
       this.writeLog(`[${command} stderr] ${text}`)
     })
     this.expectingExit = false
@@ -315,7 +315,7 @@ export class Burnbox {
       }
     }
     if (command === "worker") {
-      while (!workerStarted) {
+      while (!seen.workerStarted) {
         alive()
         await sleep(100)
       }

@@ -1,7 +1,7 @@
 /**
  * The message pipeline: parse -> rules -> index -> realtime -> webhook, then `processed`.
- * Workers claim `stub` rows (and `processing` rows whose worker vanished) with
- * FOR UPDATE SKIP LOCKED, woken by LISTEN/NOTIFY from the accepting transaction and by a
+ * Workers claim `stub` rows (and `processing` rows whose worker vanished), 32 at a time and 16
+ * processed concurrently so DNS waits overlap, with FOR UPDATE SKIP LOCKED, woken by LISTEN/NOTIFY from the accepting transaction and by a
  * one-second poll as a floor. All of one message's results, its events and its status are
  * written in one transaction, so a crash mid-way repeats nothing twice: the message is simply
  * claimed again. Mail that cannot be parsed becomes `failed` with its raw bytes kept.
@@ -18,7 +18,7 @@ import { SqlClient } from "effect/sql"
 export const ClaimTimeoutMs = 60_000
 /** After this many claims a message that keeps killing its worker is marked failed. */
 export const MaxAttempts = 3
-const BatchSize = 16
+const BatchSize = 32
 
 export const RealtimeChannel = "burnbox_realtime"
 
@@ -157,7 +157,7 @@ export class Pipeline {
       for (;;) {
         const batch = yield* claim
         if (batch.length === 0) return total
-        yield* Effect.forEach(batch, processOne, { concurrency: 4, discard: true })
+        yield* Effect.forEach(batch, processOne, { concurrency: 16, discard: true })
         total += batch.length
       }
     })
