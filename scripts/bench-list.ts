@@ -51,6 +51,8 @@ const requests = envInt("BENCH_REQUESTS", 100, 10)
 const concurrency = envInt("BENCH_CONCURRENCY", 10, 1)
 const keepIndexes = process.env["BENCH_KEEP_INDEXES"] === "1"
 const whatIf = (process.env["BENCH_WHATIF"] ?? "1") === "1"
+/** BENCH_HTTP=0: load, plans and what-if only (no HTTP passes, no cursor chain; a deep position from SQL). */
+const httpPasses = (process.env["BENCH_HTTP"] ?? "1") === "1"
 const largestEvery = 5
 const largestCount = Math.floor(total / largestEvery)
 const deepPages = envInt("BENCH_DEEP_PAGES", Math.max(1, Math.min(1_000, Math.floor((largestCount * 0.9) / 100))), 1)
@@ -163,19 +165,24 @@ const indexesIn = (text: string): Array<string> => {
   return [...found]
 }
 
-/** The plan nodes with the most time of their own (total x loops minus their children's). */
+/**
+ * The plan nodes with the most time of their own (total x loops minus their children's). Below
+ * a Gather, the loops are the leader and its workers running side by side, so their time is
+ * divided by their number (wall time, not CPU time).
+ */
 const costliestNodes = async (db: PgClient, sql: string, top = 3): Promise<Array<string>> => {
   const { rows } = await db.query<{ "QUERY PLAN": Array<{ Plan: PlanNode; "Execution Time": number }> }>(`EXPLAIN (ANALYZE, FORMAT JSON) ${sql}`)
   const root = rows[0]!["QUERY PLAN"][0]!
   const nodes: Array<{ label: string; self: number }> = []
-  const walk = (node: PlanNode): number => {
-    const totalMs = (node["Actual Total Time"] ?? 0) * (node["Actual Loops"] ?? 1)
-    const children = (node.Plans ?? []).reduce((a, c) => a + walk(c), 0)
+  const walk = (node: PlanNode, parallel: number): number => {
+    const below = node["Node Type"].startsWith("Gather") ? 1 + ((node as { "Workers Launched"?: number })["Workers Launched"] ?? 0) : parallel
+    const totalMs = ((node["Actual Total Time"] ?? 0) * (node["Actual Loops"] ?? 1)) / parallel
+    const children = (node.Plans ?? []).reduce((a, c) => a + walk(c, below), 0)
     const on = node["Index Name"] ?? node["Relation Name"] ?? ""
     nodes.push({ label: `${node["Node Type"]}${on === "" ? "" : ` ${on}`}${node.Alias !== undefined && node.Alias !== on ? ` ${node.Alias}` : ""}`, self: Math.max(0, totalMs - children) })
     return totalMs
   }
-  walk(root.Plan)
+  walk(root.Plan, 1)
   const execution = root["Execution Time"]
   return nodes.sort((a, b) => b.self - a.self).slice(0, top).map((n) => `${n.label}: ${ms(n.self)} ms (${fmt((100 * n.self) / execution)} %)`)
 }
@@ -280,53 +287,73 @@ const main = async (): Promise<number> => {
   const firstPath = (terms: ReadonlyArray<string>) => `/messages?limit=50${q(terms)}`
   const itemsOf = (n: number) => Math.min(50, n)
 
-  out(await waitForQuietMachine(log, "the warm-up and the cursor chain", { own }))
-  log("warming up")
-  for (const c of cases) for (let i = 0; i < 10; i++) await pageRequest(firstPath(c.terms), { total: expectedTotal.get(c.name)!, items: itemsOf(expectedTotal.get(c.name)!) })()
-  for (let i = 0; i < 20; i++) await get("/me")
-
-  // Follow the cursor chain, limit=100, timing each page as we go.
-  const allTotal = expectedTotal.get("first page")!
-  log(`following nextCursor ${deepPages} pages of 100 deep (to message ~${fmt(deepPages * 100)} of ${fmt(allTotal)})`)
-  const chainMs: Array<number> = []
-  const chainCursors: Array<string> = []
-  let cursor: string | null = null
-  const chainStarted = performance.now()
-  for (let p = 0; p < deepPages; p++) {
-    session.checkInterrupted()
-    const r = await get(`/messages?limit=100${cursor === null ? "" : `&cursor=${encodeURIComponent(cursor)}`}`)
-    if (r.status !== 200) throw new Error(`cursor chain page ${p}: HTTP ${r.status}: ${r.text.slice(0, 200)}`)
-    const body = JSON.parse(r.text) as { items: Array<{ id: number }>; total: number; nextCursor: string | null }
-    if (body.total !== allTotal) throw new Error(`cursor chain page ${p}: total ${body.total}, expected ${allTotal}`)
-    chainMs.push(r.ms)
-    if (body.nextCursor === null) throw new Error(`cursor chain ended after ${p + 1} pages`)
-    cursor = body.nextCursor
-    chainCursors.push(cursor)
-    if ((p + 1) % 200 === 0) log(`  ${p + 1} pages, median ${ms(median(chainMs.slice(-200)))} ms over the last 200`)
-  }
-  const chainSeconds = (performance.now() - chainStarted) / 1000
   const notes: Array<string> = []
   const note = (what: string) => {
     const n = interferenceNote(what, own())
     if (n !== undefined) notes.push(n)
   }
-  note("the cursor chain")
-  const deepCursors = chainCursors.slice(-20)
-  const deepPosition = cursorPosition(deepCursors[deepCursors.length - 1]!)
+  const allTotal = expectedTotal.get("first page")!
+  let deepCursors: Array<string> = []
+  let deepPosition: { receivedAt: string; id: number }
+  let chainReport: Array<string> = []
+  if (httpPasses) {
+    out(await waitForQuietMachine(log, "the warm-up and the cursor chain", { own }))
+    log("warming up")
+    for (const c of cases) for (let i = 0; i < 10; i++) await pageRequest(firstPath(c.terms), { total: expectedTotal.get(c.name)!, items: itemsOf(expectedTotal.get(c.name)!) })()
+    for (let i = 0; i < 20; i++) await get("/me")
+
+    // Follow the cursor chain, limit=100, timing each page as we go.
+    log(`following nextCursor ${deepPages} pages of 100 deep (to message ~${fmt(deepPages * 100)} of ${fmt(allTotal)})`)
+    const chainMs: Array<number> = []
+    const chainCursors: Array<string> = []
+    let cursor: string | null = null
+    const chainStarted = performance.now()
+    for (let p = 0; p < deepPages; p++) {
+      session.checkInterrupted()
+      const r = await get(`/messages?limit=100${cursor === null ? "" : `&cursor=${encodeURIComponent(cursor)}`}`)
+      if (r.status !== 200) throw new Error(`cursor chain page ${p}: HTTP ${r.status}: ${r.text.slice(0, 200)}`)
+      const body = JSON.parse(r.text) as { items: Array<{ id: number }>; total: number; nextCursor: string | null }
+      if (body.total !== allTotal) throw new Error(`cursor chain page ${p}: total ${body.total}, expected ${allTotal}`)
+      chainMs.push(r.ms)
+      if (body.nextCursor === null) throw new Error(`cursor chain ended after ${p + 1} pages`)
+      cursor = body.nextCursor
+      chainCursors.push(cursor)
+      if ((p + 1) % 200 === 0) log(`  ${p + 1} pages, median ${ms(median(chainMs.slice(-200)))} ms over the last 200`)
+    }
+    const chainSeconds = (performance.now() - chainStarted) / 1000
+    note("the cursor chain")
+    deepCursors = chainCursors.slice(-20)
+    deepPosition = cursorPosition(deepCursors[deepCursors.length - 1]!)
+    const buckets = 5
+    chainReport = [
+      `## Cursor chain: ${deepPages} pages of 100 followed in ${fmt(chainSeconds, 1)} s`,
+      table(["pages (limit 100)", "p50 ms", "p99 ms"], Array.from({ length: buckets }, (_, b) => {
+        const from = Math.floor((b * chainMs.length) / buckets)
+        const to = Math.floor(((b + 1) * chainMs.length) / buckets)
+        const slice = chainMs.slice(from, to).sort((x, y) => x - y)
+        return [`${from + 1}..${to}`, ms(slice[Math.floor(slice.length / 2)] ?? Number.NaN), ms(slice[Math.min(slice.length - 1, Math.ceil(slice.length * 0.99) - 1)] ?? Number.NaN)]
+      }))
+    ]
+  } else {
+    // No HTTP: the position of message deepPages x 100 in the default view, for the plans only.
+    const [row] = (await db.query<{ received_at: Date; id: number }>(
+      `SELECT m.received_at, m.id FROM messages m LEFT JOIN message_states s ON s.message_id = m.id AND s.account_id = $1
+       WHERE m.account_id = $1 AND m.trashed_at IS NULL AND coalesce(s.archived, false) = false
+       ORDER BY m.received_at DESC, m.id DESC OFFSET $2 LIMIT 1`,
+      [account.id, deepPages * 100 - 1]
+    )).rows
+    deepPosition = { receivedAt: row!.received_at.toISOString(), id: row!.id }
+  }
   const [{ depth }] = (await db.query<{ depth: number }>(
     `SELECT count(*)::int AS depth FROM messages m LEFT JOIN message_states s ON s.message_id = m.id AND s.account_id = $1
      WHERE m.account_id = $1 AND m.trashed_at IS NULL AND coalesce(s.archived, false) = false AND (m.received_at, m.id) >= ($2::timestamptz, $3)`,
     [account.id, deepPosition.receivedAt, deepPosition.id]
   )).rows as [{ depth: number }]
-  out(`## Cursor chain: ${deepPages} pages of 100 followed in ${fmt(chainSeconds, 1)} s; the last cursor points after message ${fmt(depth)} of ${fmt(allTotal)} (newest first)`)
-  const buckets = 5
-  out(table(["pages (limit 100)", "p50 ms", "p99 ms"], Array.from({ length: buckets }, (_, b) => {
-    const from = Math.floor((b * chainMs.length) / buckets)
-    const to = Math.floor(((b + 1) * chainMs.length) / buckets)
-    const slice = chainMs.slice(from, to).sort((x, y) => x - y)
-    return [`${from + 1}..${to}`, ms(slice[Math.floor(slice.length / 2)] ?? Number.NaN), ms(slice[Math.min(slice.length - 1, Math.ceil(slice.length * 0.99) - 1)] ?? Number.NaN)]
-  })))
-  out()
+  if (httpPasses) {
+    out(`${chainReport[0]}; the last cursor points after message ${fmt(depth)} of ${fmt(allTotal)} (newest first)`)
+    out(chainReport[1])
+    out()
+  }
 
   interface Measured {
     readonly name: string
@@ -336,60 +363,62 @@ const main = async (): Promise<number> => {
     cpu?: string
   }
   const measured: Array<Measured> = []
-  const deadlineFor = (n: number) => Date.now() + n * 2_000 + 60_000
-  const scenarios: Array<{ name: string; goal: number | undefined; request: (i: number) => Promise<number | string> }> = [
-    { name: "GET /me (floor: auth + one query)", goal: undefined, request: async () => {
-      const r = await get("/me")
-      return r.status === 200 ? r.ms : `HTTP ${r.status}`
-    } },
-    ...cases.slice(0, 1).map((c) => ({ name: c.name, goal: c.goal, request: pageRequest(firstPath(c.terms), { total: allTotal, items: 50 }) })),
-    {
-      name: `deep page (after message ~${fmt(depth)})`,
-      goal: goals.firstP99,
-      request: (i: number) => pageRequest(`/messages?limit=50&cursor=${encodeURIComponent(deepCursors[i % deepCursors.length]!)}`, { total: allTotal, items: 50 })()
-    },
-    ...cases.slice(1).map((c) => ({
-      name: c.name,
-      goal: c.goal,
-      request: pageRequest(firstPath(c.terms), { total: expectedTotal.get(c.name)!, items: itemsOf(expectedTotal.get(c.name)!) })
-    }))
-  ]
-  out(await waitForQuietMachine(log, "the sequential pass", { own }))
-  for (const s of scenarios) {
-    log(`sequential: ${s.name} x ${requests}`)
-    const before = cpuSnapshot(service.pid)
-    const seq = await timeRequests(requests, 1, s.request, deadlineFor(requests))
-    const cpu = cpuShare(before, cpuSnapshot(service.pid))
-    if (seq.failures > 0) throw new Error(`${s.name}: ${seq.failures} failures, first: ${seq.firstFailure}`)
-    measured.push({ name: s.name, goal: s.goal, seq, cpu: `${fmt(cpu.server)} % service+pg, ${fmt(cpu.other)} % other` })
-  }
-  note("the sequential pass")
-  // Which SQL the service actually sends, seen in pg_stat_activity during the concurrent pass.
   const seenSql = new Set<string>()
-  if (concurrency > 1) {
-    out(await waitForQuietMachine(log, `the concurrent pass (${concurrency} clients)`, { own }))
-    const sampler = { running: true }
-    const sampling = (async () => {
-      const watcher = await service.db()
-      while (sampler.running) {
-        const { rows } = await watcher.query<{ query: string }>(
-          "SELECT query FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%FROM messages m%' AND pid <> pg_backend_pid()"
-        )
-        for (const r of rows) if (seenSql.size < 40) seenSql.add(r.query)
-        await sleep(20)
-      }
-      await service.closeDb(watcher)
-    })()
+  if (httpPasses) {
+    const deadlineFor = (n: number) => Date.now() + n * 2_000 + 60_000
+    const scenarios: Array<{ name: string; goal: number | undefined; request: (i: number) => Promise<number | string> }> = [
+      { name: "GET /me (floor: auth + one query)", goal: undefined, request: async () => {
+        const r = await get("/me")
+        return r.status === 200 ? r.ms : `HTTP ${r.status}`
+      } },
+      ...cases.slice(0, 1).map((c) => ({ name: c.name, goal: c.goal, request: pageRequest(firstPath(c.terms), { total: allTotal, items: 50 }) })),
+      {
+        name: `deep page (after message ~${fmt(depth)})`,
+        goal: goals.firstP99,
+        request: (i: number) => pageRequest(`/messages?limit=50&cursor=${encodeURIComponent(deepCursors[i % deepCursors.length]!)}`, { total: allTotal, items: 50 })()
+      },
+      ...cases.slice(1).map((c) => ({
+        name: c.name,
+        goal: c.goal,
+        request: pageRequest(firstPath(c.terms), { total: expectedTotal.get(c.name)!, items: itemsOf(expectedTotal.get(c.name)!) })
+      }))
+    ]
+    out(await waitForQuietMachine(log, "the sequential pass", { own }))
     for (const s of scenarios) {
-      const n = Math.max(requests, concurrency * 10)
-      log(`${concurrency} concurrent: ${s.name} x ${n}`)
-      const conc = await timeRequests(n, concurrency, s.request, deadlineFor(n))
-      if (conc.failures > 0) throw new Error(`${s.name} (concurrent): ${conc.failures} failures, first: ${conc.firstFailure}`)
-      measured.find((m) => m.name === s.name)!.conc = conc
+      log(`sequential: ${s.name} x ${requests}`)
+      const before = cpuSnapshot(service.pid)
+      const seq = await timeRequests(requests, 1, s.request, deadlineFor(requests))
+      const cpu = cpuShare(before, cpuSnapshot(service.pid))
+      if (seq.failures > 0) throw new Error(`${s.name}: ${seq.failures} failures, first: ${seq.firstFailure}`)
+      measured.push({ name: s.name, goal: s.goal, seq, cpu: `${fmt(cpu.server)} % service+pg, ${fmt(cpu.other)} % other` })
     }
-    sampler.running = false
-    await sampling
-    note("the concurrent pass")
+    note("the sequential pass")
+    // Which SQL the service actually sends, seen in pg_stat_activity during the concurrent pass.
+    if (concurrency > 1) {
+      out(await waitForQuietMachine(log, `the concurrent pass (${concurrency} clients)`, { own }))
+      const sampler = { running: true }
+      const sampling = (async () => {
+        const watcher = await service.db()
+        while (sampler.running) {
+          const { rows } = await watcher.query<{ query: string }>(
+            "SELECT query FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%FROM messages m%' AND pid <> pg_backend_pid()"
+          )
+          for (const r of rows) if (seenSql.size < 40) seenSql.add(r.query)
+          await sleep(20)
+        }
+        await service.closeDb(watcher)
+      })()
+      for (const s of scenarios) {
+        const n = Math.max(requests, concurrency * 10)
+        log(`${concurrency} concurrent: ${s.name} x ${n}`)
+        const conc = await timeRequests(n, concurrency, s.request, deadlineFor(n))
+        if (conc.failures > 0) throw new Error(`${s.name} (concurrent): ${conc.failures} failures, first: ${conc.firstFailure}`)
+        measured.find((m) => m.name === s.name)!.conc = conc
+      }
+      sampler.running = false
+      await sampling
+      note("the concurrent pass")
+    }
   }
 
   // -- plans ----------------------------------------------------------------------------------
@@ -472,74 +501,88 @@ const main = async (): Promise<number> => {
   if (whatIf) {
     out("## What-if (on this benchmark's temporary database only, not a change to the service; values written in, so custom plans)")
     const a = account.id
-    const alternatives: Array<{ name: string; sql: string; setup?: string; teardown?: string }> = [
-      { name: "count, the service's SQL (custom plan)", sql: countSql({ accountId: a, terms: [], limit: 50 }) },
+    const page = (terms: ReadonlyArray<string>) => literalSql(statementOf({ accountId: a, terms, limit: 50 }, "page"))
+    const count = (terms: ReadonlyArray<string>) => countSql({ accountId: a, terms, limit: 50 })
+    const liveCount = (terms: ReadonlyArray<string>) =>
+      `SELECT count(*)::int FROM messages m WHERE m.account_id = ${a} AND m.trashed_at IS NULL` +
+      terms.map((t) => ` AND m.search @@ plainto_tsquery('simple', ${quote(t)})`).join("") +
+      ` AND NOT EXISTS (SELECT 1 FROM message_states s WHERE s.message_id = m.id AND s.account_id = ${a} AND s.archived)`
+    const alternatives: Array<{ name: string; sql: string; setup?: ReadonlyArray<string>; teardown?: string }> = [
+      { name: "count, the service's SQL", sql: count([]) },
       {
         name: "count without the aliases/domains joins (FKs guarantee them)",
         sql: `SELECT count(*)::int FROM messages m LEFT JOIN message_states s ON s.message_id = m.id AND s.account_id = ${a}
               WHERE m.account_id = ${a} AND m.trashed_at IS NULL AND coalesce(s.archived, false) = false`
       },
+      { name: "count, archived as NOT EXISTS, no joins", sql: liveCount([]) },
       {
-        name: "count, archived as NOT EXISTS, no joins",
-        sql: `SELECT count(*)::int FROM messages m WHERE m.account_id = ${a} AND m.trashed_at IS NULL
-              AND NOT EXISTS (SELECT 1 FROM message_states s WHERE s.message_id = m.id AND s.account_id = ${a} AND s.archived)`
-      },
-      {
-        name: "same + partial index messages(account_id, received_at DESC, id DESC) WHERE trashed_at IS NULL (index-only)",
-        setup: "CREATE INDEX bench_whatif_live ON messages (account_id, received_at DESC, id DESC) WHERE trashed_at IS NULL",
-        sql: `SELECT count(*)::int FROM messages m WHERE m.account_id = ${a} AND m.trashed_at IS NULL
-              AND NOT EXISTS (SELECT 1 FROM message_states s WHERE s.message_id = m.id AND s.account_id = ${a} AND s.archived)`
-      },
-      {
-        name: "count for q=github, the service's SQL (custom plan)",
-        sql: countSql({ accountId: a, terms: ["github"], limit: 50 })
-      },
-      {
-        name: "count for q=github, NOT EXISTS, no joins (+ partial index above)",
-        sql: `SELECT count(*)::int FROM messages m WHERE m.account_id = ${a} AND m.trashed_at IS NULL
-              AND m.search @@ plainto_tsquery('simple', 'github')
-              AND NOT EXISTS (SELECT 1 FROM message_states s WHERE s.message_id = m.id AND s.account_id = ${a} AND s.archived)`,
+        name: "same + partial index (account_id, received_at DESC, id DESC) WHERE trashed_at IS NULL: index-only",
+        setup: ["CREATE INDEX bench_whatif_live ON messages (account_id, received_at DESC, id DESC) WHERE trashed_at IS NULL"],
+        sql: liveCount([]),
         teardown: "DROP INDEX bench_whatif_live"
+      },
+      { name: "q=github count, the service's SQL", sql: count(["github"]) },
+      { name: "q=etsy count, the service's SQL", sql: count(["etsy"]) },
+      { name: "q=etsy page, the service's SQL", sql: page(["etsy"]) },
+      { name: "q=reset password github count, the service's SQL", sql: count(["reset", "password", "github"]) },
+      { name: "q=reset password github page, the service's SQL", sql: page(["reset", "password", "github"]) },
+      {
+        name: "q=github count, service's SQL + GIN (account_id, search) [btree_gin]",
+        setup: ["CREATE EXTENSION IF NOT EXISTS btree_gin", "CREATE INDEX bench_whatif_gin ON messages USING gin (account_id, search)"],
+        sql: count(["github"])
+      },
+      { name: "q=github count, NOT EXISTS, no joins + GIN (account_id, search)", sql: liveCount(["github"]) },
+      { name: "q=etsy count, service's SQL + GIN (account_id, search)", sql: count(["etsy"]) },
+      { name: "q=etsy page, service's SQL + GIN (account_id, search)", sql: page(["etsy"]) },
+      { name: "q=reset password github count, service's SQL + GIN (account_id, search)", sql: count(["reset", "password", "github"]) },
+      {
+        name: "q=reset password github page, service's SQL + GIN (account_id, search)",
+        sql: page(["reset", "password", "github"]),
+        teardown: "DROP INDEX bench_whatif_gin"
       }
     ]
     const whatIfRows: Array<Array<string>> = []
     for (const alt of alternatives) {
+      session.checkInterrupted()
       if (alt.setup !== undefined) {
         const t0 = performance.now()
-        await db.query(alt.setup)
+        for (const statement of alt.setup) await db.query(statement)
         await db.query("VACUUM (ANALYZE) messages")
-        out(`(setup: ${alt.setup}; built in ${fmt((performance.now() - t0) / 1000, 1)} s with VACUUM ANALYZE)`)
+        out(`(setup: ${alt.setup.join("; ")}; built in ${fmt((performance.now() - t0) / 1000, 1)} s with VACUUM ANALYZE)`)
       }
       const plan = await explainText(db, alt.sql)
       out(`### ${alt.name}`)
       out("```\n" + plan.text + "\n```")
       const t = await timeSql(db, alt.sql)
-      const [{ n }] = (await db.query<{ count?: number; total?: number }>(alt.sql)).rows.map((r) => ({ n: r.count ?? r.total ?? Number.NaN })) as [{ n: number }]
-      whatIfRows.push([alt.name, fmt(n), ms(t)])
+      const { rows } = await db.query<{ count?: number; total?: number }>(alt.sql)
+      const n = rows.length === 1 && (rows[0]!.count !== undefined || rows[0]!.total !== undefined) ? `count ${fmt(rows[0]!.count ?? rows[0]!.total!)}` : `${rows.length} rows`
+      whatIfRows.push([alt.name, n, ms(t), indexesIn(plan.text).filter((i) => i.startsWith("messages") || i.startsWith("bench_")).join(", ")])
       if (alt.teardown !== undefined) await db.query(alt.teardown)
     }
     const ext = (await db.query<{ name: string }>("SELECT name FROM pg_available_extensions WHERE name IN ('btree_gin', 'rum') ORDER BY name")).rows.map((r) => r.name)
-    out(table(["alternative", "count", "median ms"], whatIfRows))
+    out(table(["alternative (custom plans)", "result", "median ms", "messages indexes used"], whatIfRows))
     out(`extensions available to this PostgreSQL among btree_gin/rum: ${ext.length === 0 ? "none" : ext.join(", ")}`)
     out()
   }
 
   // -- summary --------------------------------------------------------------------------------
-  out(`## Results (${availableParallelism()} cores; ${fmt(total)} messages, largest account ${fmt(largestCount)}; ${requests} sequential requests per case${concurrency > 1 ? `, then ${concurrency} concurrent clients` : ""}; ms at the client, keep-alive)`)
-  const row = (m: Measured) => [
-    m.name,
-    ms(m.seq.latency.p50), ms(m.seq.latency.p95), ms(m.seq.latency.p99), ms(m.seq.latency.max),
-    ...(concurrency > 1 && m.conc !== undefined ? [ms(m.conc.latency.p50), ms(m.conc.latency.p99), fmt(m.conc.perSecond)] : []),
-    m.goal === undefined ? "-" : `p99 <= ${m.goal}: ${m.seq.latency.p99 <= m.goal ? "met" : "NOT met"}`
-  ]
-  out(table(
-    ["case", "p50", "p95", "p99", "max", ...(concurrency > 1 ? [`c${concurrency} p50`, `c${concurrency} p99`, `c${concurrency} req/s`] : []), "goal (sequential)"],
-    measured.map(row)
-  ))
-  const first = measured.find((m) => m.name === "first page")!
-  const deep = measured.find((m) => m.name.startsWith("deep page"))!
-  out(`deep page vs first page: p50 ${fmt(deep.seq.latency.p50 / first.seq.latency.p50, 2)}x, p99 ${fmt(deep.seq.latency.p99 / first.seq.latency.p99, 2)}x (goal: as fast as the first)`)
-  out(`CPU during the sequential passes: ${measured.map((m) => `${m.name}: ${m.cpu}`).join("; ")}`)
+  if (httpPasses) {
+    out(`## Results (${availableParallelism()} cores; ${fmt(total)} messages, largest account ${fmt(largestCount)}; ${requests} sequential requests per case${concurrency > 1 ? `, then ${concurrency} concurrent clients` : ""}; ms at the client, keep-alive)`)
+    const row = (m: Measured) => [
+      m.name,
+      ms(m.seq.latency.p50), ms(m.seq.latency.p95), ms(m.seq.latency.p99), ms(m.seq.latency.max),
+      ...(concurrency > 1 && m.conc !== undefined ? [ms(m.conc.latency.p50), ms(m.conc.latency.p99), fmt(m.conc.perSecond)] : []),
+      m.goal === undefined ? "-" : `p99 <= ${m.goal}: ${m.seq.latency.p99 <= m.goal ? "met" : "NOT met"}`
+    ]
+    out(table(
+      ["case", "p50", "p95", "p99", "max", ...(concurrency > 1 ? [`c${concurrency} p50`, `c${concurrency} p99`, `c${concurrency} req/s`] : []), "goal (sequential)"],
+      measured.map(row)
+    ))
+    const first = measured.find((m) => m.name === "first page")!
+    const deep = measured.find((m) => m.name.startsWith("deep page"))!
+    out(`deep page vs first page: p50 ${fmt(deep.seq.latency.p50 / first.seq.latency.p50, 2)}x, p99 ${fmt(deep.seq.latency.p99 / first.seq.latency.p99, 2)}x (goal: as fast as the first)`)
+    out(`CPU during the sequential passes: ${measured.map((m) => `${m.name}: ${m.cpu}`).join("; ")}`)
+  }
   out(`load average at the end: ${loadAverage()}`)
   for (const n of notes) out(n)
   return 0

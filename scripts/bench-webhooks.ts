@@ -208,17 +208,27 @@ const main = async (): Promise<number> => {
     post: [] as Array<number>,
     recorded: [] as Array<number>
   }
+  const perMessage: Array<{ id: number; total: number; text: string }> = []
   for (const p of parts) {
     const s = at250.get(p.message_id)
     if (s === undefined) continue
     const arrival = s.at + s.received
     const attemptStart = p.attempt_at.getTime() - p.latency_ms
-    if (p.processing_started_at !== null) split.toClaim.push(p.processing_started_at.getTime() - s.at)
-    split.pipeline.push(p.event_time.getTime() - (p.processing_started_at?.getTime() ?? s.at))
-    split.toAttempt.push(attemptStart - p.event_time.getTime())
+    const toClaim = p.processing_started_at === null ? Number.NaN : p.processing_started_at.getTime() - s.at
+    const pipeline = p.event_time.getTime() - (p.processing_started_at?.getTime() ?? s.at)
+    const toAttempt = attemptStart - p.event_time.getTime()
+    if (p.processing_started_at !== null) split.toClaim.push(toClaim)
+    split.pipeline.push(pipeline)
+    split.toAttempt.push(toAttempt)
     split.post.push(p.latency_ms)
     split.recorded.push(p.attempt_at.getTime() - arrival)
+    perMessage.push({
+      id: p.message_id,
+      total: s.received,
+      text: `message ${p.message_id}: ${ms(s.received)} ms = to claim ${ms(toClaim)} + to store ${ms(pipeline)} + to POST ${ms(toAttempt)} + POST ${p.latency_ms} (+ ${ms(s.received - toClaim - pipeline - toAttempt - p.latency_ms)} unaccounted)`
+    })
   }
+  const slowest = perMessage.sort((a, b) => b.total - a.total).slice(0, 3)
 
   // -- latency, paced -------------------------------------------------------------------------
   let paced: { received: Distribution; otp: Distribution; accepted: number; missing: number; rejected: string } | undefined
@@ -358,6 +368,7 @@ const main = async (): Promise<number> => {
   out(`  split of message.received (medians, from messages/events/webhook_deliveries timestamps): 250 -> pipeline claim ${ms(median(split.toClaim))}, ` +
     `claim -> event committed ${ms(median(split.pipeline))}, event -> POST starts ${ms(median(split.toAttempt))}, POST (TLS connect + request + response) ${ms(median(split.post))}, ` +
     `receiver arrival -> attempt recorded ${ms(median(split.recorded))}`)
+  out(`  the 3 slowest: ${slowest.map((m) => m.text).join("; ")}`)
   if (paced !== undefined) {
     out(`paced, ${rate}/s for ${rateSeconds} s over 4 connections: ${paced.accepted} accepted (rejected: ${paced.rejected}), ${paced.missing} without both webhooks within 30 s`)
     out(`  message.received:      ${dist(paced.received)}`)
