@@ -126,9 +126,10 @@ describe("per-token request limits", () => {
 
 describe("unauthenticated bearer requests", () => {
   it("are limited per client address", async () => {
-    const answers = await Promise.all(Array.from({ length: 3 }, () => h.request("/me", { token: "bbx_pat_unknown" })))
+    // Concurrent requests share one block renewal at a time, so none is counted twice.
+    const answers = await Promise.all(Array.from({ length: 20 }, () => h.request("/me", { token: "bbx_pat_unknown" })))
     const remaining = answers.map((a) => Number(a.headers.get("ratelimit-remaining"))).sort((a, b) => b - a)
-    expect(remaining[0]! - remaining[2]!).toBe(2)
+    expect(remaining).toEqual(Array.from({ length: 20 }, (_, i) => remaining[0]! - i))
   })
 })
 

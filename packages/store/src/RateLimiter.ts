@@ -1,4 +1,4 @@
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Semaphore } from "effect"
 import { SqlClient } from "effect/sql"
 import { now } from "./Time.ts"
 
@@ -56,7 +56,18 @@ interface Lease {
   unused: number
   /** The shared count reached the limit: refuse locally until the window ends. */
   exhausted: boolean
+  /** A block is being taken ahead of need (see `PrefetchFrom`). */
+  prefetching: boolean
+  /** One renewal at a time: concurrent requests wait for it instead of each taking a block. */
+  readonly renewal: Semaphore.Semaphore
 }
+
+/**
+ * Leases of at least this many requests are renewed in the background once a quarter of the
+ * block is left, so a busy token rarely waits for the database (and the hot read path, which
+ * never waits, rarely has to hand a request to the full stack).
+ */
+const PrefetchFrom = 16
 
 /**
  * Fixed-window counters in PostgreSQL, shared by every process of a deployment.
@@ -66,6 +77,8 @@ interface Lease {
 export class RateLimiter extends Context.Service<RateLimiter, {
   readonly hit: (key: string, windows: ReadonlyArray<Window>) => Effect.Effect<Decision>
   readonly peek: (key: string, windows: ReadonlyArray<Window>) => Effect.Effect<Decision>
+  /** `hit` at `at` (epoch ms) when every window can be counted from this process's leases; undefined, counting nothing, when one needs the database. */
+  readonly tryHit: (key: string, windows: ReadonlyArray<Window>, at: number) => Decision | undefined
   readonly sweep: Effect.Effect<number>
 }>()("burnbox/RateLimiter") {
   static readonly layer = Layer.effect(RateLimiter, Effect.gen(function*() {
@@ -78,32 +91,67 @@ export class RateLimiter extends Context.Service<RateLimiter, {
         ON CONFLICT (key, window_start) DO UPDATE SET count = rate_windows.count + ${amount}
         RETURNING count`.pipe(Effect.orDie, Effect.map((rows) => rows[0]!.count))
 
-    const countOne = Effect.fnUntraced(function*(key: string, window: Window, at: number) {
-      const id = `${key}:${window.seconds}`
-      const start = windowStart(at, window.seconds)
+    /** This process's lease on one window, reset when the window or its limit changes. */
+    const leaseFor = (id: string, window: Window, start: number): Lease => {
       let lease = leases.get(id)
       if (lease === undefined || lease.start !== start) {
-        lease = { start, limit: window.limit, shared: 0, unused: 0, exhausted: false }
+        lease = { start, limit: window.limit, shared: 0, unused: 0, exhausted: false, prefetching: false, renewal: Semaphore.makeUnsafe(1) }
         leases.set(id, lease)
       }
       if (lease.limit !== window.limit) {
         lease.limit = window.limit
         lease.exhausted = false
       }
+      return lease
+    }
+
+    const needsLease = (lease: Lease) => lease.unused === 0 && !lease.exhausted
+
+    /** Counts one request against a lease that needs no database write. */
+    const countLocal = (lease: Lease, window: Window, start: number, at: number): WindowState => {
       const resetIn = Math.ceil((start + window.seconds * 1000 - at) / 1000)
-      if (lease.unused === 0 && !lease.exhausted) {
-        const amount = leaseSize(window.limit)
-        const after = yield* take(id, start, amount)
-        const granted = Math.max(0, Math.min(amount, window.limit - (after - amount)))
-        lease.shared = Math.min(after, window.limit)
-        lease.unused += granted
-        lease.exhausted = granted === 0
-      }
       if (lease.unused > 0) {
         lease.unused--
         return { limit: window.limit, seconds: window.seconds, count: lease.shared - lease.unused, resetIn }
       }
       return { limit: window.limit, seconds: window.seconds, count: window.limit + 1, resetIn }
+    }
+
+    /** Takes the next block of the shared count for this process, once `due` still holds when it is this caller's turn. */
+    const renew = (id: string, lease: Lease, window: Window, due: (lease: Lease) => boolean) => {
+      const amount = leaseSize(window.limit)
+      return lease.renewal.withPermits(1)(Effect.suspend(() =>
+        due(lease)
+          ? Effect.map(take(id, lease.start, amount), (after) => {
+            const granted = Math.max(0, Math.min(amount, window.limit - (after - amount)))
+            lease.shared = Math.min(after, window.limit)
+            lease.unused += granted
+            lease.exhausted = granted === 0
+          })
+          : Effect.void
+      ))
+    }
+    const runningLow = (lease: Lease) => !lease.exhausted && lease.unused <= leaseSize(lease.limit) / 4
+
+    const services = yield* Effect.context<SqlClient.SqlClient>()
+    const prefetch = (id: string, lease: Lease, window: Window) => {
+      const amount = leaseSize(window.limit)
+      if (amount < PrefetchFrom || lease.prefetching || !runningLow(lease)) return
+      lease.prefetching = true
+      Effect.runForkWith(services)(renew(id, lease, window, runningLow).pipe(
+        Effect.catchCause((cause) => Effect.logWarning("request-limit lease not renewed ahead; the next request will", cause)),
+        Effect.ensuring(Effect.sync(() => {
+          lease.prefetching = false
+        }))
+      ))
+    }
+
+    const countOne = Effect.fnUntraced(function*(key: string, window: Window, at: number) {
+      const id = `${key}:${window.seconds}`
+      const start = windowStart(at, window.seconds)
+      const lease = leaseFor(id, window, start)
+      if (needsLease(lease)) yield* renew(id, lease, window, needsLease)
+      return countLocal(lease, window, start, at)
     })
 
     const hit = (key: string, windows: ReadonlyArray<Window>) =>
@@ -113,6 +161,15 @@ export class RateLimiter extends Context.Service<RateLimiter, {
         for (const window of windows) states.push(yield* countOne(key, window, at))
         return decide(states)
       })
+
+    const tryHit = (key: string, windows: ReadonlyArray<Window>, at: number): Decision | undefined => {
+      const starts = windows.map((w) => windowStart(at, w.seconds))
+      const held = windows.map((w, i) => leaseFor(`${key}:${w.seconds}`, w, starts[i]!))
+      if (held.some(needsLease)) return undefined
+      const decision = decide(held.map((lease, i) => countLocal(lease, windows[i]!, starts[i]!, at)))
+      held.forEach((lease, i) => prefetch(`${key}:${windows[i]!.seconds}`, lease, windows[i]!))
+      return decision
+    }
 
     const peek = (key: string, windows: ReadonlyArray<Window>) =>
       Effect.gen(function*() {
@@ -135,6 +192,7 @@ export class RateLimiter extends Context.Service<RateLimiter, {
     return RateLimiter.of({
       hit,
       peek,
+      tryHit,
       sweep: Effect.gen(function*() {
         const at = yield* now
         for (const [id, lease] of leases) if (lease.start < at.getTime() - 2 * 86_400_000) leases.delete(id)
