@@ -12,7 +12,7 @@ import {
   TokenPrefix,
   Unauthorized
 } from "@burnbox/domain"
-import { Keyring, RateLimiter, Sessions, Tokens } from "@burnbox/store"
+import { AccountSnapshots, Keyring, RateLimiter, Sessions, type TokenGrant, Tokens } from "@burnbox/store"
 import { type Decision } from "@burnbox/store/RateLimiter"
 import { Context, Effect, Layer, Option, Redacted } from "effect"
 import { HttpEffect, HttpServerRequest, HttpServerResponse } from "effect/http"
@@ -44,7 +44,21 @@ export const rateLimitHeaders = (decision: Decision, nowMs: number): Record<stri
 export const addResponseHeaders = (headers: Record<string, string>) =>
   HttpEffect.appendPreResponseHandler((_request, response) => Effect.succeed(HttpServerResponse.setHeaders(response, headers)))
 
-const bearerCredential = (header: string): string | undefined => {
+/** A grant that authenticates at `at` (a suspended one authenticates, then is refused). */
+export const usableGrant = (grant: TokenGrant | undefined, at: Date): grant is TokenGrant =>
+  grant !== undefined && grant.status !== "revoked" && (grant.expiresAt === null || grant.expiresAt > at)
+
+/** The request limits a token's requests count against. */
+export const tokenWindows = (grant: TokenGrant) => [
+  { limit: grant.requestsPerMinute, seconds: 60 },
+  { limit: grant.requestsPerDay, seconds: 86_400 }
+]
+
+/** The access an endpoint requires, from its own annotation or its group's. */
+export const requiredAccess = (endpoint: { readonly annotations: Context.Context<never> }, group: { readonly annotations: Context.Context<never> }) =>
+  Context.getOrUndefined(endpoint.annotations, Access) ?? Context.getOrUndefined(group.annotations, Access)
+
+export const bearerCredential = (header: string): string | undefined => {
   const match = /^Bearer +(\S+) *$/i.exec(header)
   return match?.[1]
 }
@@ -57,6 +71,7 @@ export const AuthenticationLive = Layer.effect(Authentication, Effect.gen(functi
   const tokens = yield* Tokens
   const keyring = yield* Keyring
   const limiter = yield* RateLimiter
+  const snapshots = yield* AccountSnapshots
 
   const limit = Effect.fnUntraced(function*(key: string, windows: ReadonlyArray<{ limit: number; seconds: number }>) {
     const decision = yield* limiter.hit(key, windows)
@@ -74,15 +89,11 @@ export const AuthenticationLive = Layer.effect(Authentication, Effect.gen(functi
     const secret = bearerCredential(header)
     const grant = secret !== undefined && secret.startsWith(TokenPrefix) ? yield* tokens.resolve(Redacted.make(secret)) : undefined
     const at = yield* now
-    const usable = grant !== undefined && grant.status !== "revoked" && (grant.expiresAt === null || grant.expiresAt > at)
-    if (!usable) {
+    if (!usableGrant(grant, at)) {
       yield* limit(`anon:${clientAddress(request)}`, AnonymousWindows)
       return yield* refuse(Unauthorized.invalidToken(), `${realm}, error="invalid_token"`)
     }
-    yield* limit(`token:${grant.id}`, [
-      { limit: grant.requestsPerMinute, seconds: 60 },
-      { limit: grant.requestsPerDay, seconds: 86_400 }
-    ])
+    yield* limit(`token:${grant.id}`, tokenWindows(grant))
     if (grant.status === "suspended") return yield* Effect.fail(Forbidden.tokenSuspended())
     if (required === "session") return yield* Effect.fail(Forbidden.sessionRequired())
     if (!grant.scopes.includes(required)) {
@@ -119,14 +130,18 @@ export const AuthenticationLive = Layer.effect(Authentication, Effect.gen(functi
 
   return Authentication.of((httpEffect, { endpoint, group }) =>
     Effect.gen(function*() {
-      const access = Context.getOrUndefined(endpoint.annotations, Access) ?? Context.getOrUndefined(group.annotations, Access)
+      const access = requiredAccess(endpoint, group)
       if (access === undefined) return yield* Effect.die(new Error(`endpoint ${endpoint.identifier} has no Access annotation`))
       const request = yield* HttpServerRequest.HttpServerRequest
       const authorization = request.headers["authorization"]
       const principal = authorization !== undefined
         ? yield* bearer(request, authorization, access.scope)
         : yield* session(request)
-      return yield* Effect.provideService(httpEffect, CurrentPrincipal, principal)
+      const handled = Effect.provideService(httpEffect, CurrentPrincipal, principal)
+      // A change this request makes to the account shows in the caller's next read at once.
+      return yield* safeMethods.has(request.method)
+        ? handled
+        : Effect.ensuring(handled, Effect.sync(() => snapshots.forget(principal.accountId)))
     })
   )
 }))

@@ -1,11 +1,10 @@
-import { createServer } from "node:http"
-import { NodeHttpServer } from "@effect/platform-node"
 import { BurnboxApi } from "@burnbox/domain"
-import { Accounts, Aliases, BurnboxConfig, Mailstore, MessageActions, Messages, Notices, CandidateRandom, Domains, Keyring, RateLimiter, Sessions, Tags, Tokens, ServiceKeys, Webhooks } from "@burnbox/store"
+import { AccountSnapshots, Accounts, Aliases, BurnboxConfig, Mailstore, MessageActions, Messages, Notices, CandidateRandom, Domains, Keyring, RateLimiter, Sessions, Tags, Tokens, ServiceKeys, Webhooks } from "@burnbox/store"
 import { Effect, Layer } from "effect"
 import { HttpRouter } from "effect/http"
 import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
 import { AuthenticationLive } from "./Authentication.ts"
+import { NodeServerLive } from "./HotReads.ts"
 import { AccountHttp } from "./http/AccountHttp.ts"
 import { AliasesHttp } from "./http/AliasesHttp.ts"
 import { MessagesHttp } from "./http/MessagesHttp.ts"
@@ -22,6 +21,7 @@ import { ValidationErrorsLive } from "./Validation.ts"
 /** The repositories the API reads and writes; each needs only the SQL client and config. */
 export const ApiServices = Layer.mergeAll(
   Accounts.layer,
+  AccountSnapshots.layer.pipe(Layer.provide(Accounts.layer)),
   Sessions.layer,
   Tokens.layer,
   Tags.layer,
@@ -51,7 +51,7 @@ export const HttpRoutes = Layer.mergeAll(
 export const HttpServerLive = Layer.unwrap(Effect.gen(function*() {
   const config = yield* BurnboxConfig
   return HttpRouter.serve(HttpRoutes, { disableLogger: true }).pipe(
-    Layer.provide(NodeHttpServer.layer(createServer, { port: config.httpPort, host: config.host })),
+    Layer.provide(NodeServerLive({ port: config.httpPort, host: config.host })),
     Layer.provide(CandidateRandom.layer)
   )
 }))

@@ -1,4 +1,5 @@
 export * from "./Authentication.ts"
+export * from "./HotReads.ts"
 export * from "./HttpApp.ts"
 export * from "./ProblemRouting.ts"
 export * from "./Validation.ts"

@@ -68,6 +68,10 @@ export class Tokens extends Context.Service<Tokens, {
   readonly revoke: (accountId: number, id: number) => Effect.Effect<boolean>
   readonly resolve: (secret: Redacted.Redacted<string>) => Effect.Effect<TokenGrant | undefined>
   readonly touch: (id: number) => Effect.Effect<void>
+  /** The grant `resolve` would answer from this process's cache at `atMs`, without waiting; undefined when it would read the database or the token is unknown. */
+  readonly cachedGrant: (secret: string, atMs: number) => TokenGrant | undefined
+  /** Whether `touch` would write `lastUsedAt` at `atMs`. */
+  readonly touchDue: (id: number, atMs: number) => boolean
   /** Plan changes: suspend or reinstate every active/suspended token of an account. */
   readonly setSuspended: (accountId: number, suspended: boolean) => Effect.Effect<void>
 }>()("burnbox/Tokens") {
@@ -77,6 +81,14 @@ export class Tokens extends Context.Service<Tokens, {
     const digest = (secret: string) => keyring.digest("api-token", secret)
     const touchedAt = new Map<number, number>()
     const cache = new Map<string, { grant: TokenGrant | undefined; until: number }>()
+    const fromCache = (key: string, atMs: number) => {
+      const cached = cache.get(key)
+      return cached !== undefined && cached.until > atMs ? cached : undefined
+    }
+    const touchDue = (id: number, atMs: number) => {
+      const last = touchedAt.get(id)
+      return last === undefined || atMs - last >= LastUsedResolutionMs
+    }
     const forgetAccount = (accountId: number) => {
       for (const [key, entry] of cache) if (entry.grant?.accountId === accountId) cache.delete(key)
     }
@@ -126,8 +138,8 @@ export class Tokens extends Context.Service<Tokens, {
         Effect.gen(function*() {
           const key = fingerprint(Redacted.value(secret))
           const at = (yield* now).getTime()
-          const cached = cache.get(key)
-          if (cached !== undefined && cached.until > at) return cached.grant
+          const cached = fromCache(key, at)
+          if (cached !== undefined) return cached.grant
           const digested = digest(Redacted.value(secret))
           const rows = yield* sql<{
             id: number
@@ -159,11 +171,12 @@ export class Tokens extends Context.Service<Tokens, {
       touch: (id) =>
         Effect.gen(function*() {
           const at = yield* now
-          const last = touchedAt.get(id)
-          if (last !== undefined && at.getTime() - last < LastUsedResolutionMs) return
+          if (!touchDue(id, at.getTime())) return
           touchedAt.set(id, at.getTime())
           yield* sql`UPDATE api_tokens SET last_used_at = ${at} WHERE id = ${id}`.pipe(Effect.orDie)
         }),
+      cachedGrant: (secret, atMs) => fromCache(fingerprint(secret), atMs)?.grant,
+      touchDue,
       setSuspended: (accountId, suspended) =>
         Effect.sync(() => forgetAccount(accountId)).pipe(Effect.andThen(suspended
           ? sql`UPDATE api_tokens SET status = 'suspended' WHERE account_id = ${accountId} AND status = 'active'`

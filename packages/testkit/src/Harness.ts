@@ -5,14 +5,12 @@
  */
 import { execFile } from "node:child_process"
 import { randomBytes } from "node:crypto"
-import { createServer } from "node:http"
 import { fileURLToPath } from "node:url"
-import { NodeHttpServer } from "@effect/platform-node"
 import { PgClient } from "@effect/sql-pg"
-import { HttpRoutes } from "@burnbox/server"
+import { ApiServices, HotReads, HttpRoutes, NodeServerLive } from "@burnbox/server"
 import { makeSmtpServer } from "@burnbox/ingest"
 import { DnsResolver, PipelineLive } from "@burnbox/worker"
-import { Aliases, Mailstore, BurnboxConfig, freePort, type BurnboxSettings, CandidateRandom, Keyring, RateLimiter, withClient, withDatabase, type HostResolver, TargetResolver } from "@burnbox/store"
+import { AccountSnapshots, Aliases, Mailstore, BurnboxConfig, freePort, type BurnboxSettings, CandidateRandom, Keyring, RateLimiter, withClient, withDatabase, type HostResolver, TargetResolver } from "@burnbox/store"
 import { seededRandom } from "@burnbox/domain/aliases/index"
 import { Clock, Context, Effect, Exit, Layer, Option, Redacted, Scope } from "effect"
 import { HttpRouter, HttpServer } from "effect/http"
@@ -53,6 +51,8 @@ export interface Harness {
   readonly smtpPort: number
   readonly databaseUrl: string
   readonly clock: ManualClock
+  /** How many requests the hot read path (GET /me, /storage from caches) answered. */
+  readonly hotReadsServed: () => number
   readonly request: <A = any>(path: string, options?: RequestOptions) => Promise<Answer<A>>
   readonly signup: (options?: { email?: string; plan?: "free" | "premium" | "pro" }) => Promise<Session>
   readonly createToken: (session: Session, scopes: ReadonlyArray<string>, name?: string) => Promise<string>
@@ -124,7 +124,7 @@ export const startHarness = async (
   const app = Layer.mergeAll(HttpRouter.serve(HttpRoutes, { disableLogger: true, disableListenLog: true }), worker, pipeline, smtp).pipe(
     Layer.provide(random),
     Layer.provide(options.targetResolver === undefined ? Layer.empty : Layer.succeed(TargetResolver, options.targetResolver)),
-    Layer.provideMerge(NodeHttpServer.layer(createServer, { port, host: "127.0.0.1" })),
+    Layer.provideMerge(NodeServerLive({ port, host: "127.0.0.1" }).pipe(Layer.provideMerge(ApiServices), Layer.provide(random))),
     Layer.provide(PgClient.layer({ url, maxConnections: 5 })),
     Layer.provide(Layer.succeed(BurnboxConfig, config)),
     Layer.provide(Layer.succeed(Clock.Clock, clock))
@@ -135,7 +135,12 @@ export const startHarness = async (
   const aliases = Context.get(context, Aliases)
   const mailstore = Context.get(context, Mailstore)
   const smtpPort = Context.get(context, SmtpPort)
-  const runInHarness = <A>(effect: Effect.Effect<A>) => Effect.runPromise(Effect.provideService(effect, Clock.Clock, clock))
+  const hotReads = Context.get(context, HotReads)
+  // Writes made on another connection or by another process reach the API's account
+  // snapshots by notification; the helpers below forget them at once so tests need not wait.
+  const snapshots = Context.get(context, AccountSnapshots)
+  const runInHarness = <A>(effect: Effect.Effect<A>) =>
+    Effect.runPromise(Effect.provideService(effect, Clock.Clock, clock)).finally(() => snapshots.forgetAll())
   if (!("port" in address)) throw new Error("expected a TCP address")
   const origin = `http://127.0.0.1:${address.port}`
   const baseUrl = `${origin}/api/v1`
@@ -171,6 +176,7 @@ export const startHarness = async (
 
   const setPlan = async (accountId: number, plan: string) => {
     await pool.query("UPDATE accounts SET plan = $1 WHERE id = $2", [plan, accountId])
+    snapshots.forgetAll()
   }
 
   const signup = async (options: { email?: string; plan?: "free" | "premium" | "pro" } = {}): Promise<Session> => {
@@ -202,6 +208,7 @@ export const startHarness = async (
         } catch {
           json = undefined
         }
+        snapshots.forgetAll()
         resolve({ code: error ? (typeof error.code === "number" ? error.code : 1) : 0, stdout, stderr, json })
       })
     })
@@ -211,11 +218,16 @@ export const startHarness = async (
     smtpPort,
     databaseUrl: Redacted.value(url),
     clock,
+    hotReadsServed: hotReads.served,
     request,
     signup,
     createToken,
     setPlan,
-    query: async (text, params) => (await pool.query(text, params as Array<unknown>)).rows,
+    query: async (text, params) => {
+      const { rows } = await pool.query(text, params as Array<unknown>)
+      snapshots.forgetAll()
+      return rows
+    },
     cli,
     worker: {
       runTimers: () => runInHarness(aliases.runTimers),

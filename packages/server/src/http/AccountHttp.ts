@@ -1,5 +1,5 @@
 import { BurnboxApi, CurrentPrincipal, type PushSettings, SessionCookie, storageUsage } from "@burnbox/domain"
-import { type AccountRow, Accounts, Aliases, BurnboxConfig, Domains, Keyring, Tags, toAccount, toMailDomain, toSessionAccount } from "@burnbox/store"
+import { type AccountRow, AccountSnapshots, Accounts, Aliases, BurnboxConfig, Domains, Keyring, Tags, toAccount, toMailDomain, toSessionAccount } from "@burnbox/store"
 import { Effect, Redacted } from "effect"
 import { HttpServerRequest } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
@@ -13,8 +13,12 @@ const pushSettings = (account: { readonly pushEnabled: boolean; readonly pushNud
   subscriptions: []
 })
 
+/** GET /storage's answer for an account. */
+export const accountStorage = (account: AccountRow) => storageUsage(account.storageUsedBytes, account.entitlements.storageQuotaBytes)
+
 export const AccountHttp = HttpApiBuilder.group(BurnboxApi, "account", Effect.fn(function*(handlers) {
   const accounts = yield* Accounts
+  const snapshots = yield* AccountSnapshots
   const domains = yield* Domains
   const tags = yield* Tags
   const aliases = yield* Aliases
@@ -45,9 +49,8 @@ export const AccountHttp = HttpApiBuilder.group(BurnboxApi, "account", Effect.fn
           push: pushSettings(account)
         }
       }))
-    .handle("me", () => Effect.map(currentAccount(accounts), toAccount))
-    .handle("storage", () =>
-      Effect.map(currentAccount(accounts), (account) => storageUsage(account.storageUsedBytes, account.entitlements.storageQuotaBytes)))
+    .handle("me", () => Effect.map(currentAccount(snapshots), toAccount))
+    .handle("storage", () => Effect.map(currentAccount(snapshots), accountStorage))
     .handle("domains", () => Effect.map(Effect.flatMap(currentAccount(accounts), domainList), (items) => ({ items })))
     .handle("density", ({ payload }) =>
       Effect.gen(function*() {

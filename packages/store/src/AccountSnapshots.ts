@@ -1,0 +1,98 @@
+/**
+ * Recently read accounts, kept in memory so the hottest reads (GET /me, GET /storage) need no
+ * query. A snapshot is served only while this process is listening for the `burnbox_accounts`
+ * notifications that triggers send at every commit changing an account (migration 0011), and
+ * for at most `SnapshotMaxAgeMs`. Writes this process makes through the API forget the
+ * account's snapshot before their response is sent (read-your-writes); writes from other
+ * processes reach it when their notification arrives, normally within a millisecond.
+ */
+import { PgClient } from "@effect/sql-pg"
+import { Context, Effect, Layer, Queue, Schedule } from "effect"
+import { type AccountRow, Accounts } from "./Accounts.ts"
+import { now } from "./Time.ts"
+
+export const AccountChangesChannel = "burnbox_accounts"
+
+/** The longest a snapshot is trusted, even when no notification said it changed. */
+export const SnapshotMaxAgeMs = 1_000
+
+interface Snapshot {
+  readonly row: AccountRow
+  readonly loadedAt: number
+}
+
+/** Parses a notification payload: account ids, or every account (`*`). */
+export const changedAccounts = (payload: string): ReadonlyArray<number> | "all" =>
+  payload === "*" ? "all" : payload.split(",").map(Number).filter(Number.isSafeInteger)
+
+export class AccountSnapshots extends Context.Service<AccountSnapshots, {
+  /** The account, from a fresh snapshot or read (and kept) now. */
+  readonly get: (id: number) => Effect.Effect<AccountRow | undefined>
+  /** A fresh snapshot at `atMs`, without waiting; undefined when it would need a query. */
+  readonly peek: (id: number, atMs: number) => AccountRow | undefined
+  /** Drops the account's snapshot, and any read of it still in flight. */
+  readonly forget: (id: number) => void
+  /** Drops every snapshot: for writes made behind the service's back that cannot wait for their notification. */
+  readonly forgetAll: () => void
+}>()("burnbox/AccountSnapshots") {
+  static readonly layer = Layer.effect(AccountSnapshots, Effect.gen(function*() {
+    const accounts = yield* Accounts
+    const pg = yield* PgClient.PgClient
+    const snapshots = new Map<number, Snapshot>()
+    /** Bumped by every forget, so a read that started before it is not kept. */
+    const generations = new Map<number, number>()
+    let listening = false
+
+    const forget = (id: number) => {
+      snapshots.delete(id)
+      generations.set(id, (generations.get(id) ?? 0) + 1)
+    }
+    const forgetAll = () => {
+      for (const id of [...snapshots.keys(), ...generations.keys()]) forget(id)
+      // Bounded: generations only matter while a read is in flight.
+      if (generations.size > 100_000) generations.clear()
+    }
+
+    const peek = (id: number, atMs: number) => {
+      const snapshot = listening ? snapshots.get(id) : undefined
+      return snapshot !== undefined && atMs - snapshot.loadedAt < SnapshotMaxAgeMs ? snapshot.row : undefined
+    }
+
+    const get = (id: number) =>
+      Effect.gen(function*() {
+        const at = (yield* now).getTime()
+        const fresh = peek(id, at)
+        if (fresh !== undefined) return fresh
+        const generation = generations.get(id) ?? 0
+        const row = yield* accounts.get(id)
+        if (row !== undefined && listening && (generations.get(id) ?? 0) === generation) {
+          if (snapshots.size >= 50_000) snapshots.clear()
+          snapshots.set(id, { row, loadedAt: at })
+        }
+        return row
+      })
+
+    // Listen; when the connection fails, stop trusting snapshots until listening again.
+    const listen = Effect.scoped(Effect.gen(function*() {
+      const changes = yield* pg.listen(AccountChangesChannel)
+      forgetAll()
+      listening = true
+      while (true) {
+        const { payload } = yield* Queue.take(changes)
+        const changed = changedAccounts(payload)
+        if (changed === "all") forgetAll()
+        else for (const id of changed) forget(id)
+      }
+    })).pipe(
+      Effect.ensuring(Effect.sync(() => {
+        listening = false
+        forgetAll()
+      })),
+      Effect.catchCause((cause) => Effect.logWarning("account change notifications lost; reading accounts from the database", cause)),
+      Effect.repeat(Schedule.spaced("1 second"))
+    )
+    yield* Effect.forkScoped(listen)
+
+    return AccountSnapshots.of({ get, peek, forget, forgetAll })
+  }))
+}
