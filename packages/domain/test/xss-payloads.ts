@@ -1,7 +1,7 @@
 /**
- * Attack strings from the usual cheat sheets and published sanitizer bypasses: the list of
- * packages/domain/test/mail-sanitize.test.ts, here sent through the whole service (test mail,
- * the pipeline, GET /messages/{id}/html) rather than the sanitizer alone.
+ * Attack strings from the usual cheat sheets and published sanitizer bypasses: the sanitizer's
+ * unit tests (mail-sanitize.test.ts) run each through sanitizeEmailHtml, and the HTML view's
+ * tests (server, messages-html.test.ts) send each through the whole service.
  */
 export const XssPayloads: ReadonlyArray<readonly [name: string, html: string]> = [
   ["script element", `<p>hi</p><script>alert(1)</script>`],
