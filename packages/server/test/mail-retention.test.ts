@@ -4,10 +4,11 @@
  * retention, and once the clock has passed it the purge deletes the message, its raw bytes and
  * attachments, and corrects the alias and account storage counters.
  */
-import { Alias, CandidateReservation } from "@burnbox/domain"
+import { Alias } from "@burnbox/domain"
 import { expectProblem, expectShape, type Harness, type Session, startHarness, SmtpClient } from "@burnbox/testkit"
 import { Schema } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { claimAlias } from "./messages-fixtures.ts"
 
 let h: Harness
 beforeAll(async () => {
@@ -20,34 +21,12 @@ afterAll(() => h.close())
 
 
 const deliver = async (to: string, raw: Uint8Array) => {
-  const client = await SmtpClient.open(h.smtpPort)
-  try {
-    expect((await client.read()).code).toBe(220)
-    expect((await client.command("EHLO client.example.org")).code).toBe(250)
-    expect((await client.command("MAIL FROM:<sender@example.org>")).code).toBe(250)
-    expect((await client.command(`RCPT TO:<${to}>`)).code).toBe(250)
-    const data = await client.data(raw)
-    expect(data.code, data.text).toBe(250)
-  } finally {
-    await client.quit()
-  }
+  const data = await SmtpClient.sendOne(h.smtpPort, to, raw)
+  expect(data.code, data.text).toBe(250)
 }
 
-type Reservation = typeof CandidateReservation.Type
 const AliasList = Schema.Struct({ items: Schema.Array(Alias) })
 const dayMs = 86_400_000
-
-const claim = async (session: Session) => {
-  const reservation = await h.request<Reservation>("/aliases/candidates", { method: "POST", session, body: { domainId: 1, style: "numeric" } })
-  expect(reservation.status, reservation.text).toBe(200)
-  const answer = await h.request("/aliases", {
-    method: "POST",
-    session,
-    body: { aliasId: reservation.body.candidates[0]!.id, reservationToken: reservation.body.reservationToken }
-  })
-  expect(answer.status, answer.text).toBe(201)
-  return expectShape(Alias, answer.body)
-}
 
 /** A fresh session at the current clock (sessions last 30 days; the clock moves further here). */
 const login = async (email: string): Promise<Session> => {
@@ -116,7 +95,7 @@ describe("retention by plan, and the purge", () => {
     t0 = h.clock.now()
     for (const plan of ["free", "premium", "pro"] as const) {
       const session = await h.signup({ plan })
-      const alias = await claim(session)
+      const alias = await claimAlias(h, { session })
       const raw = messageWithAttachment(alias.address, `${plan} receipt`)
       await deliver(alias.address, raw)
       const row = await onlyMessageOf(alias.id)

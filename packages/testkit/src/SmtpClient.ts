@@ -37,6 +37,25 @@ export class SmtpClient {
     })
   }
 
+  /**
+   * One message to one recipient on a fresh connection. The greeting, EHLO, MAIL FROM and RCPT
+   * TO must each be accepted (else it throws, naming the reply); answers the reply to the message.
+   */
+  static async sendOne(port: number, to: string, raw: Uint8Array, from = "sender@example.org"): Promise<SmtpReply> {
+    const client = await SmtpClient.open(port)
+    try {
+      const greeting = await client.read()
+      if (greeting.code !== 220) throw new Error(`greeting: ${greeting.code} ${greeting.text}`)
+      for (const line of ["EHLO client.example.org", `MAIL FROM:<${from}>`, `RCPT TO:<${to}>`]) {
+        const reply = await client.command(line)
+        if (reply.code !== 250) throw new Error(`${line}: ${reply.code} ${reply.text}`)
+      }
+      return await client.data(raw)
+    } finally {
+      await client.quit()
+    }
+  }
+
   static open(port: number): Promise<SmtpClient> {
     return new Promise((resolve, reject) => {
       const socket = connect(port, "127.0.0.1", () => resolve(new SmtpClient(socket)))
