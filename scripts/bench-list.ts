@@ -33,7 +33,7 @@
  * least 10 per client), BENCH_CONCURRENCY (10; 1 skips the concurrent pass), BENCH_DEEP_PAGES
  * (pages of 100 to follow; default 1,000, i.e. 100,000 messages deep, or 90 % of a smaller
  * largest account), BENCH_KEEP_INDEXES (1: load with the indexes in place), BENCH_WHATIF (1),
- * BENCH_LOG_DIR.
+ * BENCH_LOG_DIR, BENCH_KEEP_DATA (1: keep the data dir, its loaded PostgreSQL, after the run).
  */
 import { availableParallelism, cpus } from "node:os"
 import { Burnbox, type PgClient, Session } from "./lib/burnbox.ts"
@@ -208,7 +208,7 @@ const main = async (): Promise<number> => {
   if (total !== 1_000_000) out(`NOTE: BENCH_MESSAGES=${total}, not the 1,000,000 of the issue`)
   out()
 
-  const service = await Burnbox.create(session, { logName: "bench-list", command: "serve" })
+  const service = await Burnbox.create(session, { logName: "bench-list", command: "serve", keepDataDir: process.env["BENCH_KEEP_DATA"] === "1" })
   session.afterCleanup(() => service.summarizeLog())
   const own = () => [service.pid, service.postmasterPid()].filter((p): p is number => p !== undefined)
   out(await waitForQuietMachine(log, "loading", { own }))
