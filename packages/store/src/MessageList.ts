@@ -53,6 +53,19 @@ export const decodeCursor = (keyring: Keyring["Service"], filters: ListFilters, 
   }
 }
 
+/**
+ * The views whose `total` `mailbox_counts` keeps (migration 0007), or undefined when the filters
+ * narrow the set further and the rows must be counted. It mirrors `listConditions`: a filter
+ * that starts narrowing there must count here.
+ */
+export const countedView = (filters: ListFilters): "mailbox" | "archive" | "trash" | undefined => {
+  const narrowing = [filters.alias, filters.domain, filters.unread, filters.hasAttachment, filters.starred, filters.pinned,
+    filters.tag, filters.dateFrom, filters.dateTo]
+  if (narrowing.some((f) => f !== undefined) || (filters.q !== undefined && filters.q.trim() !== "")) return undefined
+  if (bool(filters.trashed) ?? false) return "trash"
+  return (bool(filters.archived) ?? false) ? "archive" : "mailbox"
+}
+
 const likePattern = (value: string) => `%${value.replace(/[\\%_]/g, "\\$&")}%`
 
 const bool = (value: "true" | "false" | undefined) => (value === undefined ? undefined : value === "true")

@@ -2,9 +2,9 @@
 import { type MessageDetail, type MessagePage, type MessageSummary, ValidationFailed } from "@burnbox/domain"
 import { UNKNOWN_SENDER_ADDRESS } from "@burnbox/domain/mail/index"
 import { Context, Effect, Layer } from "effect"
-import { SqlClient } from "effect/sql"
+import { SqlClient, type Statement } from "effect/sql"
 import { Keyring } from "./Keyring.ts"
-import { decodeCursor, encodeCursor, type ListFilters, listConditions } from "./MessageList.ts"
+import { countedView, decodeCursor, encodeCursor, type ListFilters, listConditions } from "./MessageList.ts"
 
 interface DetailRow {
   id: number
@@ -102,6 +102,19 @@ export class Messages extends Context.Service<Messages, {
             })
           )
 
+    /** `total`: kept in mailbox_counts for the plain mailbox, archive and trash; else counted. */
+    const countOf = (accountId: number, filters: ListFilters, counting: Statement.Statement<{ total: number }>) => {
+      const view = countedView(filters)
+      const kept = view === "mailbox"
+        ? sql`in_mailbox - archived`
+        : view === "archive"
+        ? sql`archived`
+        : sql`trashed`
+      return view === undefined
+        ? counting
+        : sql<{ total: number }>`SELECT coalesce((SELECT ${kept} FROM mailbox_counts WHERE account_id = ${accountId}), 0) AS total`
+    }
+
     const list = Effect.fn("Messages.list")(function*(accountId: number, filters: ListFilters & { readonly cursor?: string; readonly limit?: number }) {
       const { cursor, limit = 50, ...rest } = filters
       const where = yield* listConditions(sql, accountId, rest)
@@ -127,7 +140,7 @@ export class Messages extends Context.Service<Messages, {
           WHERE ${where} AND ${after}
           ORDER BY ${newest ? sql`m.received_at DESC, m.id DESC` : sql`m.received_at ASC, m.id ASC`}
           LIMIT ${limit + 1}`,
-        sql<{ total: number }>`SELECT count(*)::int AS total ${from} WHERE ${where}`
+        countOf(accountId, rest, sql`SELECT count(*)::int AS total ${from} WHERE ${where}`)
       ], { concurrency: 2 }).pipe(Effect.orDie)
       const page = rows.slice(0, limit)
       const tags = yield* tagsOf(accountId, page.map((r) => r.id))
