@@ -70,24 +70,36 @@ const likePattern = (value: string) => `%${value.replace(/[\\%_]/g, "\\$&")}%`
 
 const bool = (value: "true" | "false" | undefined) => (value === undefined ? undefined : value === "true")
 
-/** The SQL conditions of the filters (without the cursor), or the 422 of a bad `q`. */
+/**
+ * The SQL conditions of the filters (without the cursor), or the 422 of a bad `q`. They read
+ * `messages m` alone: reader state and the alias's domain are tested with EXISTS, so the count
+ * for `total` needs no join, and the page query joins only for its columns.
+ */
 export const listConditions = (sql: SqlClient.SqlClient, accountId: number, filters: ListFilters) =>
   Effect.gen(function*() {
     const trashed = bool(filters.trashed) ?? false
+    /** The reader's own mark: `value` true needs a state row with it set; false, none with it set. */
+    const mark = (column: "archived" | "is_read" | "starred" | "pinned", value: boolean) => {
+      const marked = sql`EXISTS (SELECT 1 FROM message_states s WHERE s.message_id = m.id AND s.account_id = ${accountId} AND s.${sql.literal(column)})`
+      return value ? marked : sql`NOT ${marked}`
+    }
     const conditions: Array<Statement.Fragment> = [sql`m.account_id = ${accountId}`]
     conditions.push(trashed ? sql`m.trashed_at IS NOT NULL` : sql`m.trashed_at IS NULL`)
     // The archived filter does not apply to the trash (spec 4.5, rule 1).
-    if (!trashed) conditions.push(sql`coalesce(s.archived, false) = ${bool(filters.archived) ?? false}`)
+    if (!trashed) conditions.push(mark("archived", bool(filters.archived) ?? false))
     if (filters.alias !== undefined) conditions.push(sql`m.alias_id = ${filters.alias}`)
-    if (filters.domain !== undefined) conditions.push(sql`d.name = ${filters.domain.toLowerCase()}`)
+    if (filters.domain !== undefined) {
+      conditions.push(sql`EXISTS (
+        SELECT 1 FROM aliases al JOIN domains d ON d.id = al.domain_id WHERE al.id = m.alias_id AND d.name = ${filters.domain.toLowerCase()})`)
+    }
     const unread = bool(filters.unread)
-    if (unread !== undefined) conditions.push(sql`coalesce(s.is_read, false) = ${!unread}`)
+    if (unread !== undefined) conditions.push(mark("is_read", !unread))
     const hasAttachment = bool(filters.hasAttachment)
     if (hasAttachment !== undefined) conditions.push(sql`m.has_attachments = ${hasAttachment}`)
     const starred = bool(filters.starred)
-    if (starred !== undefined) conditions.push(sql`coalesce(s.starred, false) = ${starred}`)
+    if (starred !== undefined) conditions.push(mark("starred", starred))
     const pinned = bool(filters.pinned)
-    if (pinned !== undefined) conditions.push(sql`coalesce(s.pinned, false) = ${pinned}`)
+    if (pinned !== undefined) conditions.push(mark("pinned", pinned))
     if (filters.tag !== undefined) {
       conditions.push(sql`EXISTS (SELECT 1 FROM message_tags mt WHERE mt.message_id = m.id AND mt.account_id = ${accountId} AND mt.tag_id = ${filters.tag})`)
     }
@@ -118,9 +130,9 @@ export const listConditions = (sql: SqlClient.SqlClient, accountId: number, filt
           WHERE mt.message_id = m.id AND mt.account_id = ${accountId} AND t.name_key = ${tag.value.toLowerCase()})`))
       }
       if (query.hasAttachment !== undefined) conditions.push(sql`m.has_attachments = ${query.hasAttachment}`)
-      if (query.isUnread !== undefined) conditions.push(sql`coalesce(s.is_read, false) = ${!query.isUnread}`)
-      if (query.isStarred !== undefined) conditions.push(sql`coalesce(s.starred, false) = ${query.isStarred}`)
-      if (query.isPinned !== undefined) conditions.push(sql`coalesce(s.pinned, false) = ${query.isPinned}`)
+      if (query.isUnread !== undefined) conditions.push(mark("is_read", !query.isUnread))
+      if (query.isStarred !== undefined) conditions.push(mark("starred", query.isStarred))
+      if (query.isPinned !== undefined) conditions.push(mark("pinned", query.isPinned))
       if (query.before !== undefined) conditions.push(sql`m.received_at < ${new Date(`${query.before}T00:00:00Z`)}`)
       if (query.after !== undefined) conditions.push(sql`m.received_at >= ${new Date(`${query.after}T00:00:00Z`)}`)
     }

@@ -140,7 +140,7 @@ export class Messages extends Context.Service<Messages, {
           WHERE ${where} AND ${after}
           ORDER BY ${newest ? sql`m.received_at DESC, m.id DESC` : sql`m.received_at ASC, m.id ASC`}
           LIMIT ${limit + 1}`,
-        countOf(accountId, rest, sql`SELECT count(*)::int AS total ${from} WHERE ${where}`)
+        countOf(accountId, rest, sql`SELECT count(*)::int AS total FROM messages m WHERE ${where}`)
       ], { concurrency: 2 }).pipe(Effect.orDie)
       const page = rows.slice(0, limit)
       const tags = yield* tagsOf(accountId, page.map((r) => r.id))
