@@ -93,4 +93,27 @@ describe("filters and their total", () => {
     } while (cursor !== null)
     expect(seen).toEqual(expected)
   })
+
+  it("the search index holds exactly the processed mail outside the trash, through trash, restore and destroy", async () => {
+    const indexed = async () => (await h.query<{ id: number }>("SELECT id FROM message_search WHERE account_id = $1 ORDER BY id", [session.accountId])).map((r) => r.id)
+    const processedOutsideTrash = async () =>
+      (await h.query<{ id: number }>(
+        "SELECT id FROM messages WHERE account_id = $1 AND trashed_at IS NULL AND search IS NOT NULL ORDER BY id",
+        [session.accountId]
+      )).map((r) => r.id)
+    const all = Object.values(m).sort((a, b) => a - b)
+    expect(await indexed()).toEqual(all)
+    const [extra] = await deliver(h, { session }, aliasId, 1, { subject: "extra walrus" })
+    expect(await indexed()).toEqual([...all, extra!])
+    const remove = async (id: number, query = "") => expect((await h.request(`/messages/${id}${query}`, { method: "DELETE", session })).status).toBe(204)
+    await remove(extra!)
+    expect(await indexed()).toEqual(all)
+    await expectList("q=extra", [])
+    expect((await h.request(`/messages/${extra}/restore`, { method: "POST", session })).status).toBe(204)
+    expect(await indexed()).toEqual([...all, extra!])
+    await expectList("q=extra", [extra!])
+    await remove(extra!, "?permanent=1")
+    expect(await indexed()).toEqual(all)
+    expect(await indexed()).toEqual(await processedOutsideTrash())
+  })
 })
