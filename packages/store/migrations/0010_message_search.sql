@@ -69,7 +69,9 @@ FROM messages WHERE search IS NOT NULL AND trashed_at IS NULL;
 
 -- An account's matches of the words.
 CREATE INDEX message_search_words ON message_search USING gin (search);
--- An account's mailbox newest first, walked when a word is common enough to fill a page soon.
-CREATE INDEX message_search_received ON message_search (account_id, received_at DESC, id DESC);
+-- Newest first, walked when a word is common enough to fill a page soon. Without the account
+-- id on purpose: the words already pick the account, and with it the planner ANDs the account's
+-- whole mailbox into the bitmap of a rare word (an estimate that assumes the two independent).
+CREATE INDEX message_search_received ON message_search (received_at DESC, id DESC);
 -- The owner's archive marks, left out of a search and its total.
 CREATE INDEX message_states_archived ON message_states (account_id, message_id) WHERE archived;
