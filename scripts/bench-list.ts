@@ -33,7 +33,7 @@
  * least 10 per client), BENCH_CONCURRENCY (10; 1 skips the concurrent pass), BENCH_DEEP_PAGES
  * (pages of 100 to follow; default 1,000, i.e. 100,000 messages deep, or 90 % of a smaller
  * largest account), BENCH_KEEP_INDEXES (1: load with the indexes in place), BENCH_WHATIF (1),
- * BENCH_LOG_DIR.
+ * BENCH_LOG_DIR, BENCH_KEEP_DATA (1: keep the data dir, its loaded PostgreSQL, after the run).
  */
 import { availableParallelism, cpus } from "node:os"
 import { Burnbox, type PgClient, Session } from "./lib/burnbox.ts"
@@ -95,7 +95,11 @@ interface Statement {
 
 const quote = (s: string) => `'${s.replaceAll("'", "''")}'`
 
-const statementOf = (shape: Shape, kind: "page" | "count"): Statement => {
+/**
+ * kind "rows": `total` as rows of `messages` counted, also where the service reads kept counts
+ * or the search index, to check what it answers.
+ */
+const statementOf = (shape: Shape, kind: "page" | "count" | "rows"): Statement => {
   const types: Array<string> = []
   const values: Array<string> = []
   const p = (type: string, value: string) => {
@@ -103,33 +107,58 @@ const statementOf = (shape: Shape, kind: "page" | "count"): Statement => {
     values.push(value)
     return `$${types.length}`
   }
-  const from = `
-        FROM messages m
+  // `total` of the plain mailbox comes from the counts kept by triggers (migration 0007).
+  if (kind === "count" && shape.terms.length === 0) {
+    return { text: `SELECT coalesce((SELECT in_mailbox - archived FROM mailbox_counts WHERE account_id = ${p("int4", String(shape.accountId))}), 0) AS total`, types, values }
+  }
+  // A search reads the search index message_search (migration 0010), which holds only mail outside the trash.
+  const indexed = kind !== "rows" && shape.terms.length > 0
+  const where = () => {
+    const account = String(shape.accountId)
+    const conditions = indexed
+      ? [
+        `m.account_id = ${p("int4", account)}`,
+        `m.id NOT IN (SELECT s.message_id FROM message_states s WHERE s.account_id = ${p("int4", account)} AND s.archived)`,
+        ...shape.terms.map((t) => `m.search @@ account_tsquery(${p("int4", account)}, plainto_tsquery('simple', ${p("text", quote(t))}))`)
+      ]
+      : [
+        `m.account_id = ${p("int4", account)}`,
+        "m.trashed_at IS NULL",
+        `NOT EXISTS (SELECT 1 FROM message_states s WHERE s.message_id = m.id AND s.account_id = ${p("int4", account)} AND s.archived)`,
+        ...shape.terms.map((t) => `m.search @@ plainto_tsquery('simple', ${p("text", quote(t))})`)
+      ]
+    return `(${conditions.join(" AND ")})`
+  }
+  if (kind !== "page") return { text: `SELECT count(*)::int AS total FROM ${indexed ? "message_search" : "messages"} m WHERE ${where()}`, types, values }
+  const joins = () => `
         JOIN aliases al ON al.id = m.alias_id
         JOIN domains d ON d.id = al.domain_id
         LEFT JOIN message_states s ON s.message_id = m.id AND s.account_id = ${p("int4", String(shape.accountId))}`
-  const conditions = [
-    `m.account_id = ${p("int4", String(shape.accountId))}`,
-    "m.trashed_at IS NULL",
-    `coalesce(s.archived, false) = ${p("bool", "false")}`,
-    ...shape.terms.map((t) => `m.search @@ plainto_tsquery('simple', ${p("text", quote(t))})`)
-  ]
-  const where = `(${conditions.join(" AND ")})`
-  if (kind === "count") return { text: `SELECT count(*)::int AS total ${from} WHERE ${where}`, types, values }
-  const after = shape.after === undefined
+  const after = () => shape.after === undefined
     ? "true"
     : `(m.received_at, m.id) < (${p("timestamptz", `${quote(shape.after.receivedAt)}::timestamptz`)}, ${p("int4", String(shape.after.id))})`
+  const order = "m.received_at DESC, m.id DESC"
+  if (indexed) {
+    const inner = `SELECT m.id FROM message_search m WHERE ${where()} AND ${after()} ORDER BY ${order} LIMIT ${p("int4", String(shape.limit + 1))}`
+    return { text: `
+            SELECT ${summaryColumns}
+            FROM (${inner}) page
+            JOIN messages m ON m.id = page.id ${joins()}
+            ORDER BY ${order}`, types, values }
+  }
+  const from = `FROM messages m ${joins()}`
   const text = `
-          SELECT ${summaryColumns} ${from}
-          WHERE ${where} AND ${after}
-          ORDER BY m.received_at DESC, m.id DESC
-          LIMIT ${p("int4", String(shape.limit + 1))}`
+            SELECT ${summaryColumns} ${from}
+            WHERE ${where()} AND ${after()}
+            ORDER BY ${order}
+            LIMIT ${p("int4", String(shape.limit + 1))}`
   return { text, types, values }
 }
 
 /** The statement with its values written in (for the count in the loader's checks and the report). */
 const literalSql = (st: Statement) => st.text.replace(/\$(\d+)/g, (_, n: string) => st.values[Number(n) - 1]!)
 const countSql = (shape: Shape) => literalSql(statementOf(shape, "count"))
+const rowCountSql = (shape: Shape) => literalSql(statementOf(shape, "rows"))
 const normalize = (text: string) => text.replace(/\s+/g, " ").trim()
 
 /** A cursor's position: its payload is signed, not encrypted (MessageList.ts encodeCursor). */
@@ -208,7 +237,7 @@ const main = async (): Promise<number> => {
   if (total !== 1_000_000) out(`NOTE: BENCH_MESSAGES=${total}, not the 1,000,000 of the issue`)
   out()
 
-  const service = await Burnbox.create(session, { logName: "bench-list", command: "serve" })
+  const service = await Burnbox.create(session, { logName: "bench-list", command: "serve", keepDataDir: process.env["BENCH_KEEP_DATA"] === "1" })
   session.afterCleanup(() => service.summarizeLog())
   const own = () => [service.pid, service.postmasterPid()].filter((p): p is number => p !== undefined)
   out(await waitForQuietMachine(log, "loading", { own }))
@@ -259,7 +288,7 @@ const main = async (): Promise<number> => {
   ]
   const expectedTotal = new Map<string, number>()
   for (const c of cases) {
-    const [row] = (await db.query<{ total: number }>(countSql({ accountId: account.id, terms: c.terms, limit: 50 }))).rows
+    const [row] = (await db.query<{ total: number }>(rowCountSql({ accountId: account.id, terms: c.terms, limit: 50 }))).rows
     expectedTotal.set(c.name, row!.total)
   }
   out(`matching (= total) in the largest account: ${cases.map((c) => `${c.name}: ${fmt(expectedTotal.get(c.name)!)}`).join("; ")}`)
@@ -401,7 +430,7 @@ const main = async (): Promise<number> => {
         const watcher = await service.db()
         while (sampler.running) {
           const { rows } = await watcher.query<{ query: string }>(
-            "SELECT query FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%FROM messages m%' AND pid <> pg_backend_pid()"
+            "SELECT query FROM pg_stat_activity WHERE state = 'active' AND query ~ '(messages|message_search) m\\M|mailbox_counts' AND pid <> pg_backend_pid()"
           )
           for (const r of rows) if (seenSql.size < 40) seenSql.add(r.query)
           await sleep(20)
@@ -429,11 +458,13 @@ const main = async (): Promise<number> => {
   out("## Query plans")
   out("Each statement is PREPAREd with the service's text and parameter types (@effect/sql-pg binds integers as int4, booleans as bool, Dates as")
   out("timestamptz, strings untyped), EXECUTEd 6 times (a pooled connection of the service prepares it once and, after 5 executions, PostgreSQL")
-  out("may switch it to a generic plan), then EXPLAIN (ANALYZE, BUFFERS) EXECUTE. The service runs each page query and its count concurrently.")
+  out("may switch it to a generic plan), then EXPLAIN (ANALYZE, BUFFERS) EXECUTE. The service sends a search's statements (q: the search index")
+  out("message_search) unprepared, so they always get a custom plan: those are shown with plan_cache_mode force_custom_plan. The service runs")
+  out("each page query and its count concurrently.")
   await db.query("RESET work_mem")
   const captured = new Map<string, string>()
   for (const text of seenSql) {
-    const count = text.trim().startsWith("SELECT count")
+    const count = text.trim().startsWith("SELECT count") || text.includes("mailbox_counts")
     const key = `${count ? "count" : "page"}/${text.split("@@").length - 1}/${!count && text.includes(") < (") ? "cursor" : "first"}`
     if (!captured.has(key)) captured.set(key, text)
   }
@@ -450,6 +481,8 @@ const main = async (): Promise<number> => {
     for (const kind of ["page", "count"] as const) {
       const st = statementOf(c.shape, kind)
       const name = `bench_stmt_${++statementNo}`
+      const unprepared = c.shape.terms.length > 0
+      if (unprepared) await db.query("SET plan_cache_mode = force_custom_plan")
       await db.query(`PREPARE ${name}(${st.types.join(", ")}) AS ${st.text}`)
       const execute = `EXECUTE ${name}(${st.values.join(", ")})`
       for (let i = 0; i < 6; i++) await db.query(execute)
@@ -457,7 +490,8 @@ const main = async (): Promise<number> => {
       const [counters] = (await db.query<{ generic_plans: string; custom_plans: string }>(
         "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE name = $1", [name]
       )).rows
-      const mode = Number(counters?.generic_plans ?? 0) > 0 ? "generic" : "custom"
+      const mode = Number(counters?.generic_plans ?? 0) > 0 ? "generic" : unprepared ? "custom, unprepared" : "custom"
+      if (unprepared) await db.query("RESET plan_cache_mode")
       const costliest = await costliestNodes(db, execute)
       const alone = await timeSql(db, execute)
       await db.query("SET plan_cache_mode = force_custom_plan")

@@ -289,14 +289,16 @@ export const loadMessages = async (db: PgClient, corpus: Corpus, o: LoadOptions)
   })
   const [{ n: otherSlots }] = (await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM bench_targets WHERE i >= $1`, [o.largestAliases])).rows as [{ n: number }]
 
-  // Secondary indexes of messages: dropped and rebuilt from their exact definitions (a bulk
-  // load builds them once instead of maintaining them row by row), unless asked to keep them.
+  // Secondary indexes of messages and of its search index (message_search, filled by a trigger
+  // as messages arrive): dropped and rebuilt from their exact definitions (a bulk load builds them
+  // once instead of maintaining them row by row), unless asked to keep them.
   const indexes = (await db.query<{ indexname: string; indexdef: string }>(
     `SELECT i.indexname, i.indexdef FROM pg_indexes i
-     WHERE i.schemaname = 'public' AND i.tablename = 'messages' AND i.indexname <> 'messages_pkey' ORDER BY i.indexname`
+     WHERE i.schemaname = 'public' AND i.tablename IN ('messages', 'message_search') AND i.indexname NOT LIKE '%_pkey'
+     ORDER BY i.tablename, i.indexname`
   )).rows
   if (!o.keepIndexes) {
-    await timed(steps, `drop ${indexes.length} secondary indexes of messages`, async () => {
+    await timed(steps, `drop ${indexes.length} secondary indexes of messages and message_search`, async () => {
       for (const ix of indexes) await db.query(`DROP INDEX ${ix.indexname}`)
     })
   }
@@ -378,8 +380,10 @@ export const loadMessages = async (db: PgClient, corpus: Corpus, o: LoadOptions)
       FROM (SELECT account_id, sum(size_bytes)::bigint AS bytes FROM messages GROUP BY account_id) c WHERE a.id = c.account_id`)
   })
   await db.query("DROP TABLE bench_subjects, bench_sentences, bench_targets")
-  await timed(steps, "VACUUM (ANALYZE) messages, message_states, aliases, accounts", async () => {
-    for (const t of ["messages", "message_states", "aliases", "accounts"]) await db.query(`VACUUM (ANALYZE) ${t}`)
+  const present = new Set((await db.query<{ name: string }>("SELECT tablename AS name FROM pg_tables WHERE schemaname = 'public'")).rows.map((r) => r.name))
+  const tables = ["messages", "message_search", "message_states", "mailbox_counts", "aliases", "accounts"].filter((t) => present.has(t))
+  await timed(steps, `VACUUM (ANALYZE) ${tables.join(", ")}`, async () => {
+    for (const t of tables) await db.query(`VACUUM (ANALYZE) ${t}`)
   })
   return steps
 }

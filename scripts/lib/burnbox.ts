@@ -66,10 +66,11 @@ export class Session {
 
   readonly log = (line: string) => process.stderr.write(`[${this.name}] ${line}\n`)
 
-  /** A temporary directory removed at cleanup. */
-  tempDir(prefix: string): string {
+  /** A temporary directory removed at cleanup (kept, and named in the log, when `keep`). */
+  tempDir(prefix: string, keep = false): string {
     const dir = mkdtempSync(join(tmpdir(), prefix))
-    this.dirs.push(dir)
+    if (keep) this.log(`keeping ${dir} after the run`)
+    else this.dirs.push(dir)
     return dir
   }
 
@@ -196,6 +197,8 @@ export interface BurnboxOptions {
   readonly logName: string
   readonly startupTimeoutMs?: number
   readonly extraEnv?: Record<string, string>
+  /** Keep the data dir (its embedded PostgreSQL) after the run, for looking at it later. */
+  readonly keepDataDir?: boolean
 }
 
 export interface ApiResponse {
@@ -244,7 +247,7 @@ export class Burnbox {
 
   /** Allocates a data dir and ports; registers the service's cleanup with the session. */
   static async create(session: Session, options: BurnboxOptions): Promise<Burnbox> {
-    const dataDir = session.tempDir(`burnbox-${options.logName}-`)
+    const dataDir = session.tempDir(`burnbox-${options.logName}-`, options.keepDataDir === true)
     const [httpPort, smtpPort] = (await freePorts(2)) as [number, number]
     const service = new Burnbox(session, options, dataDir, httpPort, smtpPort)
     service.logStream = createWriteStream(service.logPath, { flags: "a" })

@@ -2,9 +2,9 @@
 import { type MessageDetail, type MessagePage, type MessageSummary, ValidationFailed } from "@burnbox/domain"
 import { UNKNOWN_SENDER_ADDRESS } from "@burnbox/domain/mail/index"
 import { Context, Effect, Layer } from "effect"
-import { SqlClient } from "effect/sql"
+import { SqlClient, type Statement } from "effect/sql"
 import { Keyring } from "./Keyring.ts"
-import { decodeCursor, encodeCursor, type ListFilters, listConditions } from "./MessageList.ts"
+import { countedView, decodeCursor, encodeCursor, type ListFilters, listConditions, searchesIndex } from "./MessageList.ts"
 
 interface DetailRow {
   id: number
@@ -102,9 +102,22 @@ export class Messages extends Context.Service<Messages, {
             })
           )
 
+    /**
+     * `total`: the search index counted for a search; the counts kept in mailbox_counts for the
+     * plain mailbox, archive and trash; else the messages counted.
+     */
+    const totalOf = (accountId: number, filters: ListFilters, where: Statement.Fragment, indexed: boolean) => {
+      if (indexed) return sql<{ total: number }>`SELECT count(*)::int AS total FROM message_search m WHERE ${where}`.unprepared
+      const view = countedView(filters)
+      if (view === undefined) return sql<{ total: number }>`SELECT count(*)::int AS total FROM messages m WHERE ${where}`
+      const kept = view === "mailbox" ? sql`in_mailbox - archived` : view === "archive" ? sql`archived` : sql`trashed`
+      return sql<{ total: number }>`SELECT coalesce((SELECT ${kept} FROM mailbox_counts WHERE account_id = ${accountId}), 0) AS total`
+    }
+
     const list = Effect.fn("Messages.list")(function*(accountId: number, filters: ListFilters & { readonly cursor?: string; readonly limit?: number }) {
       const { cursor, limit = 50, ...rest } = filters
-      const where = yield* listConditions(sql, accountId, rest)
+      const indexed = searchesIndex(rest)
+      const where = yield* listConditions(sql, accountId, rest, indexed ? "index" : "messages")
       const newest = (rest.sort ?? "newest") === "newest"
       let position: { receivedAt: string; id: number } | undefined
       if (cursor !== undefined) {
@@ -116,18 +129,27 @@ export class Messages extends Context.Service<Messages, {
         : newest
         ? sql`(m.received_at, m.id) < (${new Date(position.receivedAt)}, ${position.id})`
         : sql`(m.received_at, m.id) > (${new Date(position.receivedAt)}, ${position.id})`
-      const from = sql`
-        FROM messages m
+      const order = newest ? sql`m.received_at DESC, m.id DESC` : sql`m.received_at ASC, m.id ASC`
+      const joins = sql`
         JOIN aliases al ON al.id = m.alias_id
         JOIN domains d ON d.id = al.domain_id
         LEFT JOIN message_states s ON s.message_id = m.id AND s.account_id = ${accountId}`
       const [rows, counted] = yield* Effect.all([
-        sql<SummaryRow>`
-          SELECT ${sql.literal(summaryColumns)} ${from}
-          WHERE ${where} AND ${after}
-          ORDER BY ${newest ? sql`m.received_at DESC, m.id DESC` : sql`m.received_at ASC, m.id ASC`}
-          LIMIT ${limit + 1}`,
-        sql<{ total: number }>`SELECT count(*)::int AS total ${from} WHERE ${where}`
+        indexed
+          // The page is found in the search index, then read from messages. Unprepared, so each
+          // search is planned for its words: walking the newest first suits a common word,
+          // sorting the matches a rare one, and a prepared statement's generic plan knows neither.
+          ? sql<SummaryRow>`
+            SELECT ${sql.literal(summaryColumns)}
+            FROM (SELECT m.id FROM message_search m WHERE ${where} AND ${after} ORDER BY ${order} LIMIT ${limit + 1}) page
+            JOIN messages m ON m.id = page.id ${joins}
+            ORDER BY ${order}`.unprepared
+          : sql<SummaryRow>`
+            SELECT ${sql.literal(summaryColumns)} FROM messages m ${joins}
+            WHERE ${where} AND ${after}
+            ORDER BY ${order}
+            LIMIT ${limit + 1}`,
+        totalOf(accountId, rest, where, indexed)
       ], { concurrency: 2 }).pipe(Effect.orDie)
       const page = rows.slice(0, limit)
       const tags = yield* tagsOf(accountId, page.map((r) => r.id))
