@@ -118,7 +118,7 @@ export const makeDelivery = Effect.gen(function*() {
     : undefined
   const transport = yield* Effect.acquireRelease(
     Effect.sync(() => new WebhookTransport(ca)),
-    (transport) => Effect.promise(() => transport.close())
+    (pools) => Effect.promise(() => pools.close())
   )
 
   // -- dispatch -------------------------------------------------------------------------------
