@@ -31,7 +31,7 @@ import {
 } from "@burnbox/domain"
 import { messageText } from "@burnbox/domain/mail/index"
 import { signatureHeader } from "@burnbox/domain/webhooks/index"
-import { BurnboxConfig, checkTarget, decryptEndpointSecret, now, OutboxChannel, ServiceKeys } from "@burnbox/store"
+import { BurnboxConfig, checkTarget, decryptEndpointSecret, now, OutboxChannel, ServiceKeys, type TargetCheck } from "@burnbox/store"
 import { Effect, Layer, Option, Queue, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import { PgClient } from "@effect/sql-pg"
@@ -289,11 +289,11 @@ export const makeDelivery = Effect.gen(function*() {
     } satisfies Signing
   })
 
-  const attempt = (job: DeliveryJob, signing: Signing): Effect.Effect<Outcome> =>
+  const attempt = (job: DeliveryJob, signing: Signing, targets: ReadonlyMap<string, TargetCheck>): Effect.Effect<Outcome> =>
     Effect.gen(function*() {
       if (job.payload === null) return { ok: false, retryable: false, status: null, errorCode: "payload_expired", snippet: null, latencyMs: 0 } as const
       const payload = job.payload
-      const target = yield* checkTarget(job.url, config.webhookAllowPrivate)
+      const target = targets.get(job.url) ?? (yield* checkTarget(job.url, config.webhookAllowPrivate))
       if (!target.ok) {
         // A URL that breaks the rules is final; a name that resolves badly now may not later.
         const retryable = target.reason === "private_address" || target.reason === "unresolvable"
@@ -450,9 +450,13 @@ export const makeDelivery = Effect.gen(function*() {
       const active = jobs.filter((job) => job.webhook_status === "active" && !job.deleted)
       if (active.length === 0) return
       const signing = yield* signingFor
+      // Each URL of the batch is checked (rules, DNS, every address) once, just before its attempts.
+      const urls = [...new Set(active.flatMap((job) => (job.payload === null ? [] : [job.url])))]
+      const targets = new Map(yield* Effect.forEach(urls, (url) =>
+        Effect.map(checkTarget(url, config.webhookAllowPrivate), (check) => [url, check] as const), { concurrency: 16 }))
       const done: Array<{ job: DeliveryJob; outcome: Outcome }> = []
       yield* Effect.forEach(active, (job) =>
-        attempt(job, signing).pipe(
+        attempt(job, signing, targets).pipe(
           Effect.tap((outcome) => Effect.sync(() => done.push({ job, outcome }))),
           Effect.catchCause((cause) => Effect.logError(`webhook delivery ${job.id} failed`, cause))
         ), { concurrency: Concurrency, discard: true })
