@@ -1,9 +1,11 @@
 /**
  * The message pipeline: parse -> rules -> index -> realtime -> webhook, then `processed`.
- * Workers claim `stub` rows (and `processing` rows whose worker vanished), 32 at a time and 16
- * processed concurrently so DNS waits overlap, with FOR UPDATE SKIP LOCKED, woken by
- * LISTEN/NOTIFY from the accepting transaction and by a one-second poll as a floor. The claim
- * returns what the work needs (alias, envelope, and the raw bytes of all but large messages).
+ * Four loops per worker each claim `stub` rows (and `processing` rows whose worker vanished),
+ * 8 at a time, processed concurrently so DNS waits overlap, with FOR UPDATE SKIP LOCKED, woken
+ * by LISTEN/NOTIFY from the accepting transaction and by a one-second poll as a floor. Several
+ * small claims rather than one large one: a new message waits for a free loop, not for the
+ * slowest message of a large batch. The claim returns what the work needs (alias, envelope,
+ * and the raw bytes of all but large messages).
  *
  * All of one message's results, its events and its status are written in one transaction, so
  * a crash mid-way repeats nothing twice: the message is simply claimed again. Results that are
@@ -25,8 +27,9 @@ import { SqlClient } from "effect/sql"
 export const ClaimTimeoutMs = 60_000
 /** After this many claims a message that keeps killing its worker is marked failed. */
 export const MaxAttempts = 3
-const BatchSize = 32
-const Concurrency = 16
+/** Loops per worker process, each claiming this many messages at a time and working on them together. */
+const Loops = 4
+const BatchSize = 8
 /** Raw bytes up to this size come with the claim; larger messages are read one by one. */
 const InlineRawBytes = 256 * 1024
 /** A store transaction takes at most this many messages, and this many raw bytes' worth of them. */
@@ -265,7 +268,7 @@ export class Pipeline {
       for (;;) {
         const batch = yield* claim
         if (batch.length === 0) return total
-        yield* Effect.forEach(batch, processOne, { concurrency: Concurrency, discard: true })
+        yield* Effect.forEach(batch, processOne, { concurrency: BatchSize, discard: true })
         total += batch.length
       }
     })
@@ -280,10 +283,10 @@ export const PipelineLive = Layer.effectDiscard(Effect.gen(function*() {
   const pipeline = yield* Pipeline.make
   const wakeups = yield* pg.listen(PipelineChannel).pipe(Effect.orDie)
   const waitForWork = Effect.race(Queue.take(wakeups).pipe(Effect.ignore), Effect.sleep("1 second"))
-  yield* pipeline.drain.pipe(
+  const loop = pipeline.drain.pipe(
     Effect.andThen(waitForWork),
     Effect.catchCause((cause) => Effect.logError("pipeline loop", cause).pipe(Effect.andThen(Effect.sleep("1 second")))),
-    Effect.forever,
-    Effect.forkScoped
+    Effect.forever
   )
+  for (let i = 0; i < Loops; i++) yield* Effect.forkScoped(loop)
 }))
