@@ -69,11 +69,6 @@ interface EndpointRow {
   created_at: Date
 }
 
-interface ClaimedRow {
-  id: string
-  claimed_at: Date
-}
-
 interface DeliveryJob {
   id: string
   webhook_id: number
@@ -149,7 +144,8 @@ export const makeDelivery = Effect.gen(function*() {
         return id === null ? [] : [id]
       }))]
       const tags = new Map<string, Array<number>>()
-      if (messageIds.length > 0) {
+      const byTag = relevant.some((e) => byAccount.get(e.account_id)!.some((endpoint) => endpoint.subscription.mode === "tag"))
+      if (byTag && messageIds.length > 0) {
         const rows = yield* sql<{ message_id: number; account_id: number; tag_id: number }>`
           SELECT message_id, account_id, tag_id FROM message_tags WHERE message_id IN ${sql.in(messageIds)}`
         for (const row of rows) {
@@ -227,11 +223,14 @@ export const makeDelivery = Effect.gen(function*() {
   const dispatchBatch = Effect.gen(function*() {
     const at = yield* now
     return yield* sql.withTransaction(Effect.gen(function*() {
-      const events = yield* sql<EventRow>`
-        SELECT id, account_id, alias_id, type, time, data FROM events
-        WHERE dispatched_at IS NULL ORDER BY time, id LIMIT ${DispatchBatchSize} FOR UPDATE SKIP LOCKED`
+      // Taken and marked in one statement; dispatched in outbox order.
+      const taken = yield* sql<EventRow>`
+        UPDATE events SET dispatched_at = ${at}
+        WHERE id IN (
+          SELECT id FROM events WHERE dispatched_at IS NULL ORDER BY time, id LIMIT ${DispatchBatchSize} FOR UPDATE SKIP LOCKED)
+        RETURNING id, account_id, alias_id, type, time, data`
+      const events = [...taken].sort((a, b) => a.time.getTime() - b.time.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
       yield* dispatchEvents(events.filter((event) => event.type !== "webhook.test"))
-      if (events.length > 0) yield* sql`UPDATE events SET dispatched_at = ${at} WHERE id IN ${sql.in(events.map((e) => e.id))}`
       return events.length
     }))
   }).pipe(Effect.orDie, Effect.withSpan("Delivery.dispatch"))
@@ -247,27 +246,24 @@ export const makeDelivery = Effect.gen(function*() {
 
   // -- delivery -------------------------------------------------------------------------------
 
+  /** Claims due deliveries, with what an attempt needs, in one statement. */
   const claim = Effect.gen(function*() {
     const at = yield* now
-    return yield* sql<ClaimedRow>`
-      UPDATE webhook_deliveries SET status = 'delivering', claimed_at = ${at}
-      WHERE id IN (
-        SELECT id FROM webhook_deliveries
-        WHERE (status = 'pending' AND next_attempt_at <= ${at})
-           OR (status = 'delivering' AND claimed_at < ${new Date(at.getTime() - DeliveryLeaseMs)})
-        ORDER BY next_attempt_at, id LIMIT ${BatchSize} FOR UPDATE SKIP LOCKED)
-      RETURNING id, claimed_at`.pipe(Effect.orDie)
-  })
-
-  /** The claimed rows with what an attempt needs, in one query. */
-  const loadJobs = (claimed: ReadonlyArray<ClaimedRow>) =>
-    sql<DeliveryJob>`
-      SELECT d.id, d.webhook_id, d.event_id, d.payload, d.attempt_count, d.cycle_attempt_count, d.claimed_at,
+    return yield* sql<DeliveryJob>`
+      WITH claimed AS (
+        UPDATE webhook_deliveries SET status = 'delivering', claimed_at = ${at}
+        WHERE id IN (
+          SELECT id FROM webhook_deliveries
+          WHERE (status = 'pending' AND next_attempt_at <= ${at})
+             OR (status = 'delivering' AND claimed_at < ${new Date(at.getTime() - DeliveryLeaseMs)})
+          ORDER BY next_attempt_at, id LIMIT ${BatchSize} FOR UPDATE SKIP LOCKED)
+        RETURNING id, webhook_id, event_id, payload, attempt_count, cycle_attempt_count, claimed_at, next_attempt_at)
+      SELECT c.id, c.webhook_id, c.event_id, c.payload, c.attempt_count, c.cycle_attempt_count, c.claimed_at,
              w.url, w.spki_pin, w.status AS webhook_status, (w.deleted_at IS NOT NULL) AS deleted,
              w.secret_encrypted, w.previous_secret_encrypted, w.previous_secret_expires_at
-      FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
-      WHERE d.id IN ${sql.in(claimed.map((c) => c.id))}
-      ORDER BY d.next_attempt_at, d.id`.pipe(Effect.orDie)
+      FROM claimed c JOIN webhooks w ON w.id = c.webhook_id
+      ORDER BY c.next_attempt_at, c.id`.pipe(Effect.orDie)
+  })
 
   const signingFor = Effect.gen(function*() {
     const signing = yield* keys.signingKeys
@@ -439,9 +435,8 @@ export const makeDelivery = Effect.gen(function*() {
     })).pipe(Effect.orDie)
 
   /** Attempts one claimed batch concurrently and records the outcomes together. */
-  const deliverBatch = (claimed: ReadonlyArray<ClaimedRow>) =>
+  const deliverBatch = (jobs: ReadonlyArray<DeliveryJob>) =>
     Effect.gen(function*() {
-      const jobs = yield* loadJobs(claimed)
       const inactive = jobs.filter((job) => job.webhook_status !== "active" || job.deleted)
       if (inactive.length > 0) {
         yield* sql`UPDATE webhook_deliveries SET status = 'abandoned', claimed_at = NULL
