@@ -5,6 +5,7 @@ import {
   createHash,
   createHmac,
   createPrivateKey,
+  createSecretKey,
   hkdfSync,
   type KeyObject,
   randomBytes,
@@ -58,12 +59,25 @@ export const signedContent = (id: string, timestamp: number, body: Uint8Array): 
   return content
 }
 
-const hmacDigest = (key: Uint8Array, content: Uint8Array): Buffer =>
+const hmacDigest = (key: Uint8Array | KeyObject, content: Uint8Array): Buffer =>
   createHmac("sha256", key).update(content).digest()
+
+// Every delivery signs with its endpoint's secret: the decoded key is kept as a KeyObject, so
+// neither the base64 nor the key is prepared again for each request.
+const hmacKeyObjects = new Map<string, KeyObject>()
+const hmacKeyObject = (secret: string): KeyObject => {
+  let key = hmacKeyObjects.get(secret)
+  if (key === undefined) {
+    if (hmacKeyObjects.size >= 1024) hmacKeyObjects.clear()
+    key = createSecretKey(decodeEndpointSecret(secret))
+    hmacKeyObjects.set(secret, key)
+  }
+  return key
+}
 
 /** `v1,<base64 HMAC-SHA256>` for one endpoint secret. */
 export const hmacSignature = (secret: string, id: string, timestamp: number, body: Uint8Array): string =>
-  `v1,${hmacDigest(decodeEndpointSecret(secret), signedContent(id, timestamp, body)).toString("base64")}`
+  `v1,${hmacDigest(hmacKeyObject(secret), signedContent(id, timestamp, body)).toString("base64")}`
 
 // ---------------------------------------------------------------------------------------------
 // Service signing keys (Ed25519, `v1a`)
