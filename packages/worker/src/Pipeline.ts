@@ -216,7 +216,12 @@ export class Pipeline {
       return queued.splice(0, n)
     }
     const writeQueued = Effect.gen(function*() {
-      while (queued.length > 0) {
+      for (;;) {
+        // Checked and released in one step, so nothing can be queued unseen in between.
+        if (queued.length === 0) {
+          writing = false
+          return
+        }
         const batch = takeBatch()
         const exit = yield* Effect.exit(storeBatch(batch.map((item) => item.ready)))
         if (exit._tag === "Success" || batch.length === 1) {
@@ -233,7 +238,8 @@ export class Pipeline {
         queued.push({ ready, done })
         if (!writing) {
           writing = true
-          yield* writeQueued.pipe(Effect.ensuring(Effect.sync(() => {
+          // If the writer is interrupted, the next result to arrive writes what is left.
+          yield* writeQueued.pipe(Effect.onInterrupt(() => Effect.sync(() => {
             writing = false
           })))
         }
