@@ -29,6 +29,7 @@
  * BENCH_PROFILE=1 runs the service with --cpu-prof and prints where its CPU time went (the whole
  * service lifetime). BENCH_TRUST=node-extra-ca trusts the receiver's CA through
  * NODE_EXTRA_CA_CERTS instead of BURNBOX_WEBHOOK_CA_FILE (see `trust` below). Environment also:
+ * BENCH_QUIET_WAIT_SECONDS (how long to wait for other benchmarks to end, 900),
  * BENCH_LOG_DIR.
  */
 import { createRequire } from "node:module"

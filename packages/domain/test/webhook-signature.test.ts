@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { ed25519 } from "@noble/curves/ed25519.js"
+import { randomBytes } from "node:crypto"
 import { Schema } from "effect"
 import { Webhook } from "standardwebhooks"
 import {
@@ -154,6 +155,17 @@ describe("v1a Ed25519 signatures", () => {
   const timestamp = 1700000000
   const body = utf8(`{"type":"alias.burned"}`)
   const request = { id, timestamp, signature: ed25519Signature(keys.privateKey, id, timestamp, body), body }
+
+  it("node:crypto signs byte-for-byte what @noble/curves signs for the same key (RFC 8032 is deterministic)", () => {
+    for (let i = 0; i < 20; i++) {
+      const pair = generateEd25519KeyPair()
+      const content = new Uint8Array(randomBytes(i * 97))
+      const entry = ed25519Signature(pair.privateKey, id, timestamp + i, content)
+      const noble = Buffer.from(ed25519.sign(signedContent(id, timestamp + i, content), pair.privateKey)).toString("base64")
+      expect(entry).toBe(`v1a,${noble}`)
+    }
+  })
+
   const now = { nowSeconds: timestamp + 10 }
 
   it("are raw 32-byte keys producing 64-byte signatures", () => {

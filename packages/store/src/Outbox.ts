@@ -5,19 +5,36 @@ import type { SqlClient } from "effect/sql"
 /** Notified (at commit) whenever an event is appended, so delivery starts at once. */
 export const OutboxChannel = "burnbox_events"
 
+export interface NewEvent {
+  readonly accountId: number
+  readonly alias: EventAlias | null
+  readonly type: EventType
+  readonly time: Date
+  readonly data: Record<string, unknown>
+}
+
 /**
- * Appends an event to the durable outbox. Call it inside the transaction that makes the
- * change the event reports, so both commit or neither does.
+ * Appends events to the durable outbox with one statement (and one notification). Call it
+ * inside the transaction that makes the change the events report, so both commit or neither does.
  */
-export const appendEvent = (
-  sql: SqlClient.SqlClient,
-  event: { accountId: number; alias: EventAlias | null; type: EventType; time: Date; data: Record<string, unknown> }
-) =>
-  sql`
+export const appendEvents = (sql: SqlClient.SqlClient, events: ReadonlyArray<NewEvent>) =>
+  events.length === 0
+    ? Effect.void
+    : sql`
     INSERT INTO events (id, account_id, alias_id, type, time, data)
-    VALUES (${eventId(event.time.getTime())}, ${event.accountId}, ${event.alias?.id ?? null}, ${event.type}, ${event.time},
-            ${JSON.stringify(event.data)}::jsonb)`.pipe(
-    Effect.andThen(sql`SELECT pg_notify(${OutboxChannel}, '')`),
-    Effect.orDie,
-    Effect.asVoid
-  )
+    SELECT e.id, e.account_id, e.alias_id, e.type, e.time, e.data
+    FROM json_to_recordset(${JSON.stringify(events.map((event) => ({
+      id: eventId(event.time.getTime()),
+      account_id: event.accountId,
+      alias_id: event.alias?.id ?? null,
+      type: event.type,
+      time: event.time.toISOString(),
+      data: event.data
+    })))}::json) AS e(id text, account_id int, alias_id int, type text, time timestamptz, data jsonb)`.pipe(
+      Effect.andThen(sql`SELECT pg_notify(${OutboxChannel}, '')`),
+      Effect.orDie,
+      Effect.asVoid
+    )
+
+/** Appends one event to the outbox (see `appendEvents`). */
+export const appendEvent = (sql: SqlClient.SqlClient, event: NewEvent) => appendEvents(sql, [event])

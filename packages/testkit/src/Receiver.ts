@@ -165,7 +165,8 @@ export const startDeliveryWorker = async (
   const scope = Scope.makeUnsafe()
   const context = await Effect.runPromise(Layer.buildWithScope(layer, scope))
   const run = <A>(effect: Effect.Effect<A, never, any>) => Effect.runPromise(Effect.provideContext(effect, context as Context.Context<any>))
-  const engine = await run(makeDelivery)
+  // The engine's kept-alive connections close with the scope.
+  const engine = await run(Scope.provide(scope)(makeDelivery))
   return {
     runOnce: () => run(engine.runOnce),
     dispatch: () => run(engine.dispatch),

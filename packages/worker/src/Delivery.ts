@@ -15,11 +15,8 @@
  *    for three days is disabled, its queue abandoned and its owner notified (account_notices).
  * 4. Retention: after 30 days a delivery's payload and log are purged (redelivery answers 410).
  */
-import { createHash, X509Certificate } from "node:crypto"
 import { readFileSync } from "node:fs"
-import { request as httpsRequest } from "node:https"
-import { isIP } from "node:net"
-import { checkServerIdentity, type PeerCertificate, rootCertificates } from "node:tls"
+import { rootCertificates } from "node:tls"
 import {
   DeliveryRetentionMs,
   DeliveryTimeoutMs,
@@ -34,118 +31,19 @@ import {
 } from "@burnbox/domain"
 import { messageText } from "@burnbox/domain/mail/index"
 import { signatureHeader } from "@burnbox/domain/webhooks/index"
-import { BurnboxConfig, checkTarget, decryptEndpointSecret, now, OutboxChannel, ServiceKeys } from "@burnbox/store"
+import { BurnboxConfig, checkTarget, decryptEndpointSecret, now, OutboxChannel, ServiceKeys, type TargetCheck } from "@burnbox/store"
 import { Effect, Layer, Option, Queue, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import { PgClient } from "@effect/sql-pg"
+import { WebhookTransport } from "./WebhookTransport.ts"
 
 /** A claim older than this belongs to a worker that died (an attempt takes at most 15 s). */
 export const DeliveryLeaseMs = 60_000
-const BatchSize = 16
-const SnippetChars = 512
-
-// ---------------------------------------------------------------------------------------------
-// One HTTPS POST
-
-export interface PostTarget {
-  readonly url: URL
-  /** Host name for SNI and certificate checks (or the IP literal). */
-  readonly host: string
-  /** The address that passed the policy: the only one connected to. */
-  readonly address: string
-}
-
-export type PostResult =
-  | { readonly kind: "response"; readonly status: number; readonly snippet: string | null; readonly latencyMs: number }
-  | { readonly kind: "error"; readonly errorCode: string; readonly latencyMs: number }
-
-/**
- * `sha256/<base64 SHA-256 of the DER SubjectPublicKeyInfo>` of a certificate. Taken from the
- * certificate's DER, not `cert.pubkey`, which for EC keys is the bare point, not the SPKI.
- */
-export const spkiPinOf = (cert: { readonly raw: Buffer }): string => {
-  const spki = new X509Certificate(cert.raw).publicKey.export({ type: "spki", format: "der" })
-  return `sha256/${createHash("sha256").update(spki).digest("base64")}`
-}
-
-const errorCodeOf = (error: unknown): string => {
-  const code = (error as { code?: unknown }).code
-  switch (code) {
-    case "ERR_SPKI_PIN_MISMATCH":
-      return "spki_pin_mismatch"
-    case "ERR_DELIVERY_TIMEOUT":
-      return "timeout"
-    case "ECONNREFUSED":
-      return "connection_refused"
-    case "ECONNRESET":
-    case "EPIPE":
-      return "connection_reset"
-    case "EHOSTUNREACH":
-    case "ENETUNREACH":
-      return "unreachable"
-    default:
-      if (typeof code === "string" && /CERT|TLS|SSL|SELF_SIGNED|UNABLE_TO/.test(code)) return "tls_error"
-      return "connection_error"
-  }
-}
-
-export const postOnce = (
-  target: PostTarget,
-  body: Uint8Array,
-  headers: Record<string, string>,
-  options: { readonly ca: ReadonlyArray<string> | undefined; readonly spkiPin: string | null; readonly timeoutMs: number }
-): Promise<PostResult> =>
-  new Promise((resolve) => {
-    const started = performance.now()
-    const elapsed = () => Math.max(0, Math.round(performance.now() - started))
-    let settled = false
-    const finish = (result: PostResult) => {
-      if (settled) return
-      settled = true
-      clearTimeout(timer)
-      resolve(result)
-    }
-    const request = httpsRequest({
-      host: target.address,
-      port: target.url.port === "" ? 443 : Number(target.url.port),
-      path: `${target.url.pathname}${target.url.search}`,
-      method: "POST",
-      ...(isIP(target.host) === 0 ? { servername: target.host } : {}),
-      headers: { ...headers, host: target.url.host, "content-length": String(body.byteLength) },
-      agent: false,
-      ...(options.ca === undefined ? {} : { ca: [...options.ca] }),
-      // Runs inside the handshake, before a byte of the body is sent.
-      checkServerIdentity: (_host: string, cert: PeerCertificate) => {
-        const identity = checkServerIdentity(target.host, cert)
-        if (identity !== undefined) return identity
-        if (options.spkiPin !== null && spkiPinOf(cert) !== options.spkiPin) {
-          return Object.assign(new Error("The receiver's public key does not match the endpoint's spki_pin"), { code: "ERR_SPKI_PIN_MISMATCH" })
-        }
-        return undefined
-      }
-    }, (response) => {
-      const status = response.statusCode ?? 0
-      const chunks: Array<Buffer> = []
-      let size = 0
-      const done = () => {
-        const text = Buffer.concat(chunks).toString("utf8").slice(0, SnippetChars)
-        finish({ kind: "response", status, snippet: text === "" ? null : text, latencyMs: elapsed() })
-        response.destroy()
-      }
-      response.on("data", (chunk: Buffer) => {
-        chunks.push(chunk)
-        size += chunk.length
-        if (size >= SnippetChars * 4) done()
-      })
-      response.on("end", done)
-      response.on("error", done)
-    })
-    const timer = setTimeout(() => {
-      request.destroy(Object.assign(new Error("The receiver did not answer in time"), { code: "ERR_DELIVERY_TIMEOUT" }))
-    }, options.timeoutMs)
-    request.on("error", (error) => finish({ kind: "error", errorCode: errorCodeOf(error), latencyMs: elapsed() }))
-    request.end(body)
-  })
+/** Deliveries claimed at a time, and attempted concurrently within a claim. */
+const BatchSize = 256
+const Concurrency = 64
+/** Outbox events turned into deliveries per transaction. */
+const DispatchBatchSize = 500
 
 // ---------------------------------------------------------------------------------------------
 // The engine
@@ -164,14 +62,11 @@ const messageIdOf = (event: EventRow): number | null =>
 
 interface EndpointRow {
   id: number
+  account_id: number
   subscription: WebhookSubscription
   include_text_body: boolean
   include_message_restored: boolean
-}
-
-interface ClaimedRow {
-  id: string
-  claimed_at: Date
+  created_at: Date
 }
 
 interface DeliveryJob {
@@ -181,6 +76,7 @@ interface DeliveryJob {
   payload: Uint8Array | null
   attempt_count: number
   cycle_attempt_count: number
+  claimed_at: Date
   url: string
   spki_pin: string | null
   webhook_status: string
@@ -201,6 +97,12 @@ type Outcome =
     readonly latencyMs: number
   }
 
+/** What signs the deliveries of one claimed batch: keys read once, endpoint secrets decrypted once per endpoint. */
+interface Signing {
+  readonly ed25519Keys: ReadonlyArray<Uint8Array>
+  readonly secretsOf: (job: DeliveryJob, at: Date) => ReadonlyArray<string>
+}
+
 /** The engine: dispatch, delivery and purge, each a pass over what is due at the clock's time. */
 export const makeDelivery = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
@@ -209,61 +111,126 @@ export const makeDelivery = Effect.gen(function*() {
   const ca = Option.isSome(config.webhookCaFile)
     ? [...rootCertificates, readFileSync(config.webhookCaFile.value, "utf8")]
     : undefined
+  const transport = yield* Effect.acquireRelease(
+    Effect.sync(() => new WebhookTransport(ca)),
+    (pools) => Effect.promise(() => pools.close())
+  )
 
   // -- dispatch -------------------------------------------------------------------------------
 
-  const dispatchOne = (event: EventRow) =>
+  /**
+   * One delivery row per (event, selected endpoint), for a batch of events: the endpoints of
+   * every account in the batch, the tags of every message and (for endpoints that asked for it)
+   * the text bodies are each read with one query, and the rows written with one insert.
+   */
+  const dispatchEvents = (events: ReadonlyArray<EventRow>) =>
     Effect.gen(function*() {
+      const accountIds = [...new Set(events.map((e) => e.account_id))]
+      if (accountIds.length === 0) return 0
       const endpoints = yield* sql<EndpointRow>`
-        SELECT id, subscription, include_text_body, include_message_restored FROM webhooks
-        WHERE account_id = ${event.account_id} AND status = 'active' AND deleted_at IS NULL AND created_at <= ${event.time}
+        SELECT id, account_id, subscription, include_text_body, include_message_restored, created_at FROM webhooks
+        WHERE account_id IN ${sql.in(accountIds)} AND status = 'active' AND deleted_at IS NULL
         ORDER BY id`
       if (endpoints.length === 0) return 0
-      const messageId = messageIdOf(event)
-      const tagIds = messageId === null ? [] : (yield* sql<{ tag_id: number }>`
-        SELECT tag_id FROM message_tags WHERE message_id = ${messageId} AND account_id = ${event.account_id}`).map((r) => r.tag_id)
-      const alias = event.data["alias"] as { label?: unknown } | undefined
-      const selected = endpoints.filter((endpoint) =>
-        selectsEvent(
-          { subscription: endpoint.subscription, includeMessageRestored: endpoint.include_message_restored },
-          { type: event.type, aliasId: event.alias_id, aliasLabel: typeof alias?.label === "string" ? alias.label : null, messageTagIds: tagIds }
-        )
-      )
-      if (selected.length === 0) return 0
-      let withText: Uint8Array | undefined
-      const plain = envelopeBytes(event)
-      for (const endpoint of selected) {
-        let payload = plain
-        if (endpoint.include_text_body && event.type === "message.received" && messageId !== null) {
-          if (withText === undefined) {
-            const [message] = yield* sql<{ text_body: string | null; html_original: string | null }>`
-              SELECT text_body, html_original FROM messages WHERE id = ${messageId}`
-            withText = envelopeBytes({
-              ...event,
-              data: { ...event.data, text_body: payloadTextBody(messageText(message?.text_body ?? null, message?.html_original ?? null)) }
-            })
-          }
-          payload = withText
-        }
-        yield* sql`
-          INSERT INTO webhook_deliveries (webhook_id, account_id, event_id, event_type, payload, next_attempt_at, created_at)
-          VALUES (${endpoint.id}, ${event.account_id}, ${event.id}, ${event.type}, ${payload}, ${event.time}, ${event.time})
-          ON CONFLICT (webhook_id, event_id) DO NOTHING`
+      const byAccount = new Map<number, Array<EndpointRow>>()
+      for (const endpoint of endpoints) {
+        const list = byAccount.get(endpoint.account_id)
+        if (list === undefined) byAccount.set(endpoint.account_id, [endpoint])
+        else list.push(endpoint)
       }
-      return selected.length
+      const relevant = events.filter((e) => byAccount.has(e.account_id))
+      const messageIds = [...new Set(relevant.flatMap((e) => {
+        const id = messageIdOf(e)
+        return id === null ? [] : [id]
+      }))]
+      const tags = new Map<string, Array<number>>()
+      const byTag = relevant.some((e) => byAccount.get(e.account_id)!.some((endpoint) => endpoint.subscription.mode === "tag"))
+      if (byTag && messageIds.length > 0) {
+        const rows = yield* sql<{ message_id: number; account_id: number; tag_id: number }>`
+          SELECT message_id, account_id, tag_id FROM message_tags WHERE message_id IN ${sql.in(messageIds)}`
+        for (const row of rows) {
+          const key = `${row.message_id}:${row.account_id}`
+          const list = tags.get(key)
+          if (list === undefined) tags.set(key, [row.tag_id])
+          else list.push(row.tag_id)
+        }
+      }
+      const selections = relevant.map((event) => {
+        const messageId = messageIdOf(event)
+        const alias = event.data["alias"] as { label?: unknown } | undefined
+        const selected = (byAccount.get(event.account_id) ?? []).filter((endpoint) =>
+          endpoint.created_at <= event.time &&
+          selectsEvent(
+            { subscription: endpoint.subscription, includeMessageRestored: endpoint.include_message_restored },
+            {
+              type: event.type,
+              aliasId: event.alias_id,
+              aliasLabel: typeof alias?.label === "string" ? alias.label : null,
+              messageTagIds: messageId === null ? [] : tags.get(`${messageId}:${event.account_id}`) ?? []
+            }
+          )
+        )
+        return { event, messageId, selected }
+      })
+      const textIds = [...new Set(selections.flatMap(({ event, messageId, selected }) =>
+        messageId !== null && event.type === "message.received" && selected.some((e) => e.include_text_body) ? [messageId] : []
+      ))]
+      const texts = new Map<number, string>()
+      if (textIds.length > 0) {
+        const rows = yield* sql<{ id: number; text_body: string | null; html_original: string | null }>`
+          SELECT id, text_body, html_original FROM messages WHERE id IN ${sql.in(textIds)}`
+        for (const row of rows) texts.set(row.id, payloadTextBody(messageText(row.text_body, row.html_original)))
+      }
+      const rows: Array<{
+        webhook_id: number
+        account_id: number
+        event_id: string
+        event_type: string
+        payload: Uint8Array
+        next_attempt_at: Date
+        created_at: Date
+      }> = []
+      for (const { event, messageId, selected } of selections) {
+        if (selected.length === 0) continue
+        const plain = envelopeBytes(event)
+        let withText: Uint8Array | undefined
+        for (const endpoint of selected) {
+          let payload = plain
+          if (endpoint.include_text_body && event.type === "message.received" && messageId !== null) {
+            withText ??= envelopeBytes({ ...event, data: { ...event.data, text_body: texts.get(messageId) ?? payloadTextBody("") } })
+            payload = withText
+          }
+          rows.push({
+            webhook_id: endpoint.id,
+            account_id: event.account_id,
+            event_id: event.id,
+            event_type: event.type,
+            payload,
+            next_attempt_at: event.time,
+            created_at: event.time
+          })
+        }
+      }
+      // At most 7 parameters a row: well under PostgreSQL's 32767 for a batch of 500 events x a few endpoints.
+      for (let i = 0; i < rows.length; i += 4_000) {
+        const [first, ...rest] = rows.slice(i, i + 4_000)
+        yield* sql`INSERT INTO webhook_deliveries ${sql.insert([first!, ...rest])} ON CONFLICT (webhook_id, event_id) DO NOTHING`
+      }
+      return rows.length
     })
 
   /** Turns a batch of outbox events into deliveries; answers how many events it took. */
   const dispatchBatch = Effect.gen(function*() {
     const at = yield* now
     return yield* sql.withTransaction(Effect.gen(function*() {
-      const events = yield* sql<EventRow>`
-        SELECT id, account_id, alias_id, type, time, data FROM events
-        WHERE dispatched_at IS NULL ORDER BY time, id LIMIT 100 FOR UPDATE SKIP LOCKED`
-      for (const event of events) {
-        if (event.type !== "webhook.test") yield* dispatchOne(event)
-      }
-      if (events.length > 0) yield* sql`UPDATE events SET dispatched_at = ${at} WHERE id IN ${sql.in(events.map((e) => e.id))}`
+      // Taken and marked in one statement; dispatched in outbox order.
+      const taken = yield* sql<EventRow>`
+        UPDATE events SET dispatched_at = ${at}
+        WHERE id IN (
+          SELECT id FROM events WHERE dispatched_at IS NULL ORDER BY time, id LIMIT ${DispatchBatchSize} FOR UPDATE SKIP LOCKED)
+        RETURNING id, account_id, alias_id, type, time, data`
+      const events = [...taken].sort((a, b) => a.time.getTime() - b.time.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+      yield* dispatchEvents(events.filter((event) => event.type !== "webhook.test"))
       return events.length
     }))
   }).pipe(Effect.orDie, Effect.withSpan("Delivery.dispatch"))
@@ -273,54 +240,78 @@ export const makeDelivery = Effect.gen(function*() {
     for (;;) {
       const n = yield* dispatchBatch
       total += n
-      if (n === 0) return total
+      if (n < DispatchBatchSize) return total
     }
   })
 
   // -- delivery -------------------------------------------------------------------------------
 
+  /** Claims due deliveries, with what an attempt needs, in one statement. */
   const claim = Effect.gen(function*() {
     const at = yield* now
-    return yield* sql<ClaimedRow>`
-      UPDATE webhook_deliveries SET status = 'delivering', claimed_at = ${at}
-      WHERE id IN (
-        SELECT id FROM webhook_deliveries
-        WHERE (status = 'pending' AND next_attempt_at <= ${at})
-           OR (status = 'delivering' AND claimed_at < ${new Date(at.getTime() - DeliveryLeaseMs)})
-        ORDER BY next_attempt_at, id LIMIT ${BatchSize} FOR UPDATE SKIP LOCKED)
-      RETURNING id, claimed_at`.pipe(Effect.orDie)
+    return yield* sql<DeliveryJob>`
+      WITH claimed AS (
+        UPDATE webhook_deliveries SET status = 'delivering', claimed_at = ${at}
+        WHERE id IN (
+          SELECT id FROM webhook_deliveries
+          WHERE (status = 'pending' AND next_attempt_at <= ${at})
+             OR (status = 'delivering' AND claimed_at < ${new Date(at.getTime() - DeliveryLeaseMs)})
+          ORDER BY next_attempt_at, id LIMIT ${BatchSize} FOR UPDATE SKIP LOCKED)
+        RETURNING id, webhook_id, event_id, payload, attempt_count, cycle_attempt_count, claimed_at, next_attempt_at)
+      SELECT c.id, c.webhook_id, c.event_id, c.payload, c.attempt_count, c.cycle_attempt_count, c.claimed_at,
+             w.url, w.spki_pin, w.status AS webhook_status, (w.deleted_at IS NOT NULL) AS deleted,
+             w.secret_encrypted, w.previous_secret_encrypted, w.previous_secret_expires_at
+      FROM claimed c JOIN webhooks w ON w.id = c.webhook_id
+      ORDER BY c.next_attempt_at, c.id`.pipe(Effect.orDie)
   })
 
-  const attempt = (job: DeliveryJob, at: Date): Effect.Effect<Outcome> =>
+  const signingFor = Effect.gen(function*() {
+    const signing = yield* keys.signingKeys
+    const secrets = new Map<string, string>()
+    const decrypt = (encrypted: string) => {
+      let secret = secrets.get(encrypted)
+      if (secret === undefined) secrets.set(encrypted, secret = Redacted.value(decryptEndpointSecret(encrypted, config.secret)))
+      return secret
+    }
+    return {
+      ed25519Keys: signing.map((k) => k.privateKey),
+      secretsOf: (job: DeliveryJob, at: Date) => {
+        const live = [decrypt(job.secret_encrypted)]
+        if (job.previous_secret_encrypted !== null && job.previous_secret_expires_at !== null && job.previous_secret_expires_at > at) {
+          live.push(decrypt(job.previous_secret_encrypted))
+        }
+        return live
+      }
+    } satisfies Signing
+  })
+
+  const attempt = (job: DeliveryJob, signing: Signing, targets: ReadonlyMap<string, TargetCheck>): Effect.Effect<Outcome> =>
     Effect.gen(function*() {
       if (job.payload === null) return { ok: false, retryable: false, status: null, errorCode: "payload_expired", snippet: null, latencyMs: 0 } as const
-      const target = yield* checkTarget(job.url, config.webhookAllowPrivate)
+      const payload = job.payload
+      const target = targets.get(job.url) ?? (yield* checkTarget(job.url, config.webhookAllowPrivate))
       if (!target.ok) {
         // A URL that breaks the rules is final; a name that resolves badly now may not later.
         const retryable = target.reason === "private_address" || target.reason === "unresolvable"
         return { ok: false, retryable, status: null, errorCode: target.reason, snippet: null, latencyMs: 0 } as const
       }
-      const secrets = [decryptEndpointSecret(job.secret_encrypted, config.secret)]
-      if (job.previous_secret_encrypted !== null && job.previous_secret_expires_at !== null && job.previous_secret_expires_at > at) {
-        secrets.push(decryptEndpointSecret(job.previous_secret_encrypted, config.secret))
-      }
-      const signing = yield* keys.signingKeys
+      const at = yield* now
       const timestamp = Math.floor(at.getTime() / 1000)
       const signature = signatureHeader({
-        secrets: secrets.map(Redacted.value),
-        ed25519Keys: signing.map((k) => k.privateKey),
+        secrets: signing.secretsOf(job, at),
+        ed25519Keys: signing.ed25519Keys,
         id: job.event_id,
         timestamp,
-        body: job.payload
+        body: payload
       })
       const result = yield* Effect.promise(() =>
-        postOnce(target, job.payload!, {
+        transport.post(target, payload, {
           "content-type": "application/json",
           "user-agent": "burnbox-webhooks/2026-08-31",
           "webhook-id": job.event_id,
           "webhook-timestamp": String(timestamp),
           "webhook-signature": signature
-        }, { ca, spkiPin: job.spki_pin, timeoutMs: DeliveryTimeoutMs })
+        }, { spkiPin: job.spki_pin, timeoutMs: DeliveryTimeoutMs })
       )
       if (result.kind === "error") {
         return { ok: false, retryable: true, status: null, errorCode: result.errorCode, snippet: null, latencyMs: result.latencyMs } as const
@@ -339,72 +330,133 @@ export const makeDelivery = Effect.gen(function*() {
       } as const
     })
 
-  const record = (job: DeliveryJob, claimedAt: Date, outcome: Outcome) =>
+  /**
+   * Records the outcomes of a batch in one transaction, in the order the attempts finished:
+   * the deliveries and their attempt history with one statement each, then each endpoint's
+   * success and failure counters as if the outcomes had been applied one by one.
+   */
+  const record = (done: ReadonlyArray<{ readonly job: DeliveryJob; readonly outcome: Outcome }>) =>
     sql.withTransaction(Effect.gen(function*() {
+      if (done.length === 0) return
       const at = yield* now
-      const attemptNo = job.attempt_count + 1
-      const cycle = job.cycle_attempt_count + 1
-      const delay = outcome.ok || !outcome.retryable ? null : retryDelayMs(cycle, Math.random())
-      const status = outcome.ok ? "succeeded" : delay === null ? "failed" : "pending"
-      // Endpoint first, then its deliveries: the order every writer of both takes, so two
-      // outcomes of one endpoint recorded at once (or a PATCH meanwhile) cannot deadlock.
-      yield* sql`SELECT id FROM webhooks WHERE id = ${job.webhook_id} FOR UPDATE`
-      const updated = yield* sql`
-        UPDATE webhook_deliveries SET
-          status = ${status}, attempt_count = ${attemptNo}, cycle_attempt_count = ${cycle},
-          last_http_status = ${outcome.status}, last_error = ${outcome.ok ? null : outcome.errorCode},
-          latency_ms = ${outcome.latencyMs}, response_snippet = ${outcome.snippet},
-          next_attempt_at = ${delay === null ? at : new Date(at.getTime() + delay)},
-          last_attempt_at = ${at}, delivered_at = ${outcome.ok ? at : null}, claimed_at = NULL
-        WHERE id = ${job.id} AND status = 'delivering' AND claimed_at = ${claimedAt}
-        RETURNING id`
-      // Abandoned (endpoint paused or deleted) or taken over by another worker meanwhile.
-      if (updated.length === 0) return
+      const rows = done.map(({ job, outcome }) => {
+        const cycle = job.cycle_attempt_count + 1
+        const delay = outcome.ok || !outcome.retryable ? null : retryDelayMs(cycle, Math.random())
+        return {
+          job,
+          outcome,
+          attempt: job.attempt_count + 1,
+          cycle,
+          status: outcome.ok ? "succeeded" : delay === null ? "failed" : "pending",
+          nextAttemptAt: delay === null ? at : new Date(at.getTime() + delay)
+        }
+      })
+      // Endpoints first, in id order, then their deliveries: the order every writer of both
+      // takes, so two batches (or a PATCH meanwhile) cannot deadlock.
+      const webhookIds = [...new Set(rows.map((r) => r.job.webhook_id))].sort((a, b) => a - b)
+      yield* sql`SELECT id FROM webhooks WHERE id IN ${sql.in(webhookIds)} ORDER BY id FOR UPDATE`
+      // Rows go in as one JSON document: the driver cannot type an array that holds only nulls.
+      const updated = yield* sql<{ id: string }>`
+        UPDATE webhook_deliveries d SET
+          status = u.status, attempt_count = u.attempt, cycle_attempt_count = u.cycle,
+          last_http_status = u.http_status, last_error = u.error, latency_ms = u.latency_ms, response_snippet = u.snippet,
+          next_attempt_at = u.next_attempt_at, last_attempt_at = ${at},
+          delivered_at = CASE WHEN u.status = 'succeeded' THEN ${at}::timestamptz END, claimed_at = NULL
+        FROM json_to_recordset(${JSON.stringify(rows.map((r) => ({
+          id: String(r.job.id),
+          status: r.status,
+          attempt: r.attempt,
+          cycle: r.cycle,
+          http_status: r.outcome.status,
+          error: r.outcome.ok ? null : r.outcome.errorCode,
+          latency_ms: r.outcome.latencyMs,
+          snippet: r.outcome.snippet,
+          next_attempt_at: r.nextAttemptAt.toISOString(),
+          claimed_at: r.job.claimed_at.toISOString()
+        })))}::json) AS u(id bigint, status text, attempt int, cycle int, http_status int, error text, latency_ms int,
+                            snippet text, next_attempt_at timestamptz, claimed_at timestamptz)
+        WHERE d.id = u.id AND d.status = 'delivering' AND d.claimed_at = u.claimed_at
+        RETURNING d.id`
+      // Rows not updated were abandoned (endpoint paused or deleted) or taken over by another worker meanwhile.
+      const kept = new Set(updated.map((r) => String(r.id)))
+      const recorded = rows.filter((r) => kept.has(String(r.job.id)))
+      if (recorded.length === 0) return
       yield* sql`
         INSERT INTO webhook_attempts (delivery_id, attempt, status, http_status, error_code, latency_ms, response_snippet, attempted_at)
-        VALUES (${job.id}, ${attemptNo}, ${outcome.ok ? "succeeded" : "failed"}, ${outcome.status},
-                ${outcome.ok ? null : outcome.errorCode}, ${outcome.latencyMs}, ${outcome.snippet}, ${at})
+        SELECT u.id, u.attempt, u.status, u.http_status, u.error, u.latency_ms, u.snippet, ${at}
+        FROM json_to_recordset(${JSON.stringify(recorded.map((r) => ({
+          id: String(r.job.id),
+          attempt: r.attempt,
+          status: r.outcome.ok ? "succeeded" : "failed",
+          http_status: r.outcome.status,
+          error: r.outcome.ok ? null : r.outcome.errorCode,
+          latency_ms: r.outcome.latencyMs,
+          snippet: r.outcome.snippet
+        })))}::json) AS u(id bigint, attempt int, status text, http_status int, error text, latency_ms int, snippet text)
         ON CONFLICT DO NOTHING`
-      if (outcome.ok) {
-        yield* sql`
-          UPDATE webhooks SET last_success_at = ${at}, failure_count = 0, failure_since = NULL WHERE id = ${job.webhook_id}`
-        return
+      // Per endpoint: did any attempt succeed, and how many failures came after the last success.
+      const perEndpoint = new Map<number, { succeeded: boolean; trailing: number; failed: boolean }>()
+      for (const r of recorded) {
+        const e = perEndpoint.get(r.job.webhook_id) ?? { succeeded: false, trailing: 0, failed: false }
+        if (r.outcome.ok) {
+          e.succeeded = true
+          e.trailing = 0
+        } else {
+          e.failed = true
+          e.trailing++
+        }
+        perEndpoint.set(r.job.webhook_id, e)
       }
-      const [webhook] = yield* sql<{ account_id: number; name: string; status: string; failure_since: Date }>`
-        UPDATE webhooks SET failure_count = failure_count + 1, last_failure_at = ${at},
-                            failure_since = COALESCE(failure_since, ${at})
-        WHERE id = ${job.webhook_id} RETURNING account_id, name, status, failure_since`
-      if (webhook !== undefined && webhook.status === "active" && at.getTime() - webhook.failure_since.getTime() >= DisableAfterFailingMs) {
-        yield* sql`UPDATE webhooks SET status = 'disabled', disabled_at = ${at}, updated_at = ${at} WHERE id = ${job.webhook_id}`
+      const endpoints = [...perEndpoint].sort((a, b) => a[0] - b[0])
+      const counted = yield* sql<{ id: number; account_id: number; name: string; status: string; failure_since: Date | null }>`
+        UPDATE webhooks w SET
+          last_success_at = CASE WHEN u.succeeded THEN ${at}::timestamptz ELSE w.last_success_at END,
+          failure_count = CASE WHEN u.succeeded THEN u.failures_after ELSE w.failure_count + u.failures_after END,
+          failure_since = CASE WHEN u.failures_after = 0 THEN NULL WHEN u.succeeded THEN ${at}::timestamptz
+                               ELSE COALESCE(w.failure_since, ${at}::timestamptz) END,
+          last_failure_at = CASE WHEN u.failed THEN ${at}::timestamptz ELSE w.last_failure_at END
+        FROM json_to_recordset(${JSON.stringify(endpoints.map(([id, e]) => ({ id, succeeded: e.succeeded, failures_after: e.trailing, failed: e.failed })))}::json)
+          AS u(id int, succeeded boolean, failures_after int, failed boolean)
+        WHERE w.id = u.id
+        RETURNING w.id, w.account_id, w.name, w.status, w.failure_since`
+      for (const webhook of [...counted].sort((a, b) => a.id - b.id)) {
+        if (webhook.status !== "active" || webhook.failure_since === null) continue
+        if (at.getTime() - webhook.failure_since.getTime() < DisableAfterFailingMs) continue
+        yield* sql`UPDATE webhooks SET status = 'disabled', disabled_at = ${at}, updated_at = ${at} WHERE id = ${webhook.id}`
         yield* sql`UPDATE webhook_deliveries SET status = 'abandoned', claimed_at = NULL
-                   WHERE webhook_id = ${job.webhook_id} AND status IN ('pending', 'delivering')`
+                   WHERE webhook_id = ${webhook.id} AND status IN ('pending', 'delivering')`
         yield* sql`
           INSERT INTO account_notices (account_id, kind, data, created_at)
           VALUES (${webhook.account_id}, 'webhook.disabled',
-                  ${JSON.stringify({ webhookId: job.webhook_id, name: webhook.name, failureSince: webhook.failure_since.toISOString() })}::jsonb,
+                  ${JSON.stringify({ webhookId: webhook.id, name: webhook.name, failureSince: webhook.failure_since.toISOString() })}::jsonb,
                   ${at})`
-        yield* Effect.logWarning(`webhook ${job.webhook_id} disabled after three days of failures`)
+        yield* Effect.logWarning(`webhook ${webhook.id} disabled after three days of failures`)
       }
     })).pipe(Effect.orDie)
 
-  const deliverOne = (claimed: ClaimedRow) =>
+  /** Attempts one claimed batch concurrently and records the outcomes together. */
+  const deliverBatch = (jobs: ReadonlyArray<DeliveryJob>) =>
     Effect.gen(function*() {
-      const at = yield* now
-      const [job] = yield* sql<DeliveryJob>`
-        SELECT d.id, d.webhook_id, d.event_id, d.payload, d.attempt_count, d.cycle_attempt_count,
-               w.url, w.spki_pin, w.status AS webhook_status, (w.deleted_at IS NOT NULL) AS deleted,
-               w.secret_encrypted, w.previous_secret_encrypted, w.previous_secret_expires_at
-        FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
-        WHERE d.id = ${claimed.id}`.pipe(Effect.orDie)
-      if (job === undefined) return
-      if (job.webhook_status !== "active" || job.deleted) {
-        yield* sql`UPDATE webhook_deliveries SET status = 'abandoned', claimed_at = NULL WHERE id = ${job.id} AND status = 'delivering'`
-          .pipe(Effect.orDie)
-        return
+      const inactive = jobs.filter((job) => job.webhook_status !== "active" || job.deleted)
+      if (inactive.length > 0) {
+        yield* sql`UPDATE webhook_deliveries SET status = 'abandoned', claimed_at = NULL
+                   WHERE id IN ${sql.in(inactive.map((job) => job.id))} AND status = 'delivering'`.pipe(Effect.orDie)
       }
-      const outcome = yield* attempt(job, at)
-      yield* record(job, claimed.claimed_at, outcome)
-    }).pipe(Effect.catchCause((cause) => Effect.logError(`webhook delivery ${claimed.id} failed`, cause)))
+      const active = jobs.filter((job) => job.webhook_status === "active" && !job.deleted)
+      if (active.length === 0) return
+      const signing = yield* signingFor
+      // Each URL of the batch is checked (rules, DNS, every address) once, just before its attempts.
+      const urls = [...new Set(active.flatMap((job) => (job.payload === null ? [] : [job.url])))]
+      const targets = new Map(yield* Effect.forEach(urls, (url) =>
+        Effect.map(checkTarget(url, config.webhookAllowPrivate), (check) => [url, check] as const), { concurrency: 16 }))
+      const done: Array<{ job: DeliveryJob; outcome: Outcome }> = []
+      yield* Effect.forEach(active, (job) =>
+        attempt(job, signing, targets).pipe(
+          Effect.tap((outcome) => Effect.sync(() => done.push({ job, outcome }))),
+          Effect.catchCause((cause) => Effect.logError(`webhook delivery ${job.id} failed`, cause))
+        ), { concurrency: Concurrency, discard: true })
+      yield* record(done)
+    }).pipe(Effect.catchCause((cause) => Effect.logError(`webhook delivery batch failed`, cause)))
 
   /** Delivers everything due now (not retries that fall due meanwhile); answers how many attempts ran. */
   const deliverDue = Effect.gen(function*() {
@@ -412,7 +464,7 @@ export const makeDelivery = Effect.gen(function*() {
     for (;;) {
       const batch = yield* claim
       if (batch.length === 0) return total
-      yield* Effect.forEach(batch, deliverOne, { concurrency: 8, discard: true })
+      yield* deliverBatch(batch)
       total += batch.length
     }
   }).pipe(Effect.withSpan("Delivery.deliverDue"))
@@ -442,7 +494,7 @@ export const makeDelivery = Effect.gen(function*() {
     return { dispatched, attempted }
   })
 
-  return { dispatch, claim, deliverOne, deliverDue, purge, runOnce }
+  return { dispatch, claim, deliverBatch, deliverDue, purge, runOnce }
 })
 
 /**

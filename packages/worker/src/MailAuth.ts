@@ -1,7 +1,12 @@
 /**
  * SPF, DKIM and DMARC of received mail through mailauth. DNS goes through the `DnsResolver`
- * service, so tests answer from fixed records and production from the system resolver with
- * a short timeout: a slow or unreachable DNS makes the results null, never stalls the pipeline.
+ * service, so tests answer from fixed records and production from the system resolver through
+ * a cache: a slow or unreachable DNS makes the results null or `temperror`, never stalls the
+ * pipeline.
+ *
+ * Without a reachable DNS server (an isolated deployment) every lookup fails: each name costs
+ * at most one timeout (1 s) per `FailureTtlMs`, concurrent lookups of one name share it, and
+ * the results read `none`/`temperror`/null; mail is still processed.
  */
 import { promises as dns } from "node:dns"
 import { hostname } from "node:os"
@@ -10,10 +15,48 @@ import { authenticate } from "mailauth"
 
 export type Resolve = (name: string, rrtype: string) => Promise<unknown>
 
+/** How long an answer is reused (the system resolver does not tell its TTL). */
+export const AnswerTtlMs = 60_000
+/** How long "no such name" / "no such record" is reused. */
+export const NegativeTtlMs = 60_000
+/** How long a failed lookup (timeout, refused, server failure) is reused, so a dead resolver costs one wait per name. */
+export const FailureTtlMs = 30_000
+const MaxCachedNames = 10_000
+const NegativeCodes = new Set(["ENOTFOUND", "ENODATA", "NXDOMAIN"])
+
+/**
+ * A resolver that remembers answers and failures (per name and record type), and shares one
+ * lookup among concurrent callers. `clock` is injectable so tests can move time.
+ */
+export const cachingResolver = (resolve: Resolve, clock: () => number = Date.now): Resolve => {
+  const entries = new Map<string, { readonly until: number; readonly answer: Promise<unknown> }>()
+  return (name: string, rrtype: string) => {
+    const key = `${rrtype.toUpperCase()} ${name.toLowerCase()}`
+    const at = clock()
+    const found = entries.get(key)
+    if (found !== undefined && found.until > at) return found.answer
+    if (entries.size >= MaxCachedNames) {
+      for (const [k, e] of entries) if (e.until <= at) entries.delete(k)
+      if (entries.size >= MaxCachedNames) entries.clear()
+    }
+    // Until it settles the lookup is shared; then it is kept for its TTL.
+    const answer = resolve(name, rrtype)
+    entries.set(key, { until: Number.POSITIVE_INFINITY, answer })
+    answer.then(
+      () => entries.set(key, { until: clock() + AnswerTtlMs, answer }),
+      (error: unknown) => {
+        const code = (error as { code?: unknown }).code
+        entries.set(key, { until: clock() + (typeof code === "string" && NegativeCodes.has(code) ? NegativeTtlMs : FailureTtlMs), answer })
+      }
+    )
+    return answer
+  }
+}
+
 export class DnsResolver extends Context.Service<DnsResolver, Resolve>()("burnbox/DnsResolver") {
   static readonly layer = Layer.sync(DnsResolver, () => {
-    const resolver = new dns.Resolver({ timeout: 1_500, tries: 1 })
-    return (name: string, rrtype: string) => resolver.resolve(name, rrtype as "TXT")
+    const resolver = new dns.Resolver({ timeout: 1_000, tries: 1 })
+    return cachingResolver((name: string, rrtype: string) => resolver.resolve(name, rrtype as "TXT"))
   })
 
   /**

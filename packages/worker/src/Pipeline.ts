@@ -1,16 +1,25 @@
 /**
  * The message pipeline: parse -> rules -> index -> realtime -> webhook, then `processed`.
- * Workers claim `stub` rows (and `processing` rows whose worker vanished), 32 at a time and 16
- * processed concurrently so DNS waits overlap, with FOR UPDATE SKIP LOCKED, woken by LISTEN/NOTIFY from the accepting transaction and by a
- * one-second poll as a floor. All of one message's results, its events and its status are
- * written in one transaction, so a crash mid-way repeats nothing twice: the message is simply
- * claimed again. Mail that cannot be parsed becomes `failed` with its raw bytes kept.
+ * Four loops per worker each claim `stub` rows (and `processing` rows whose worker vanished),
+ * 8 at a time, processed concurrently so DNS waits overlap, with FOR UPDATE SKIP LOCKED, woken
+ * by LISTEN/NOTIFY from the accepting transaction and by a one-second poll as a floor. Several
+ * small claims rather than one large one: a new message waits for a free loop, not for the
+ * slowest message of a large batch. The claim returns what the work needs (alias, envelope,
+ * and the raw bytes of all but large messages).
+ *
+ * All of one message's results, its events and its status are written in one transaction, so
+ * a crash mid-way repeats nothing twice: the message is simply claimed again. Results that are
+ * ready together share that transaction (group commit: while one store commits, the next
+ * results queue up and are written by one set of statements), which saves most of the
+ * per-message round trips; a batch that fails is retried one message at a time, so one bad
+ * message cannot hold back the others. Mail that cannot be parsed becomes `failed` with its
+ * raw bytes kept.
  */
 import { PgClient } from "@effect/sql-pg"
 import { type EventAlias } from "@burnbox/domain"
-import { analyzeMessage, parseMessage, type ParsedMessage } from "@burnbox/domain/mail/index"
-import { appendEvent, BurnboxConfig, now, PipelineChannel } from "@burnbox/store"
-import { Effect, Layer, Queue } from "effect"
+import { analyzeMessage, type MessageAnalysis, parseMessage, type ParsedMessage } from "@burnbox/domain/mail/index"
+import { appendEvents, BurnboxConfig, type NewEvent, now, PipelineChannel } from "@burnbox/store"
+import { Deferred, Effect, Layer, Queue } from "effect"
 import { type AuthResults, authenticateMail, noAuth } from "./MailAuth.ts"
 import { SqlClient } from "effect/sql"
 
@@ -18,14 +27,44 @@ import { SqlClient } from "effect/sql"
 export const ClaimTimeoutMs = 60_000
 /** After this many claims a message that keeps killing its worker is marked failed. */
 export const MaxAttempts = 3
-const BatchSize = 32
+/** Loops per worker process, each claiming this many messages at a time and working on them together. */
+const Loops = 4
+const BatchSize = 8
+/** Raw bytes up to this size come with the claim; larger messages are read one by one. */
+const InlineRawBytes = 256 * 1024
+/** A store transaction takes at most this many messages, and this many raw bytes' worth of them. */
+const StoreBatchMessages = 64
+const StoreBatchBytes = 4 * 1024 * 1024
 
 export const RealtimeChannel = "burnbox_realtime"
 
 interface Claimed {
   id: number
   processing_attempts: number
+  account_id: number
+  alias_id: number
+  local_part: string
+  domain: string
+  label: string | null
+  source: "smtp" | "test"
+  received_at: Date
+  size_bytes: number
+  client_address: string | null
+  client_helo: string | null
+  envelope_from: string | null
+  has_raw: boolean
+  raw: Uint8Array | null
 }
+
+interface Ready {
+  readonly message: Claimed
+  readonly parsed: ParsedMessage
+  readonly analysis: MessageAnalysis
+  readonly auth: AuthResults
+}
+
+/** Text as the driver would have sent it as a parameter: lone surrogates become U+FFFD. */
+const text = (value: string | null) => (value === null ? null : value.toWellFormed())
 
 export class Pipeline {
   static readonly make = Effect.gen(function*() {
@@ -35,14 +74,24 @@ export class Pipeline {
     const claim = Effect.gen(function*() {
       const at = yield* now
       return yield* sql<Claimed>`
-        UPDATE messages SET processing_status = 'processing', processing_started_at = ${at},
-               processing_attempts = processing_attempts + 1
-        WHERE id IN (
-          SELECT id FROM messages
-          WHERE processing_status = 'stub'
-             OR (processing_status = 'processing' AND processing_started_at < ${new Date(at.getTime() - ClaimTimeoutMs)})
-          ORDER BY id LIMIT ${BatchSize} FOR UPDATE SKIP LOCKED)
-        RETURNING id, processing_attempts`.pipe(Effect.orDie)
+        WITH claimed AS (
+          UPDATE messages SET processing_status = 'processing', processing_started_at = ${at},
+                 processing_attempts = processing_attempts + 1
+          WHERE id IN (
+            SELECT id FROM messages
+            WHERE processing_status = 'stub'
+               OR (processing_status = 'processing' AND processing_started_at < ${new Date(at.getTime() - ClaimTimeoutMs)})
+            ORDER BY id LIMIT ${BatchSize} FOR UPDATE SKIP LOCKED)
+          RETURNING id, processing_attempts, account_id, alias_id, source, received_at, size_bytes,
+                    client_address, client_helo, envelope_from)
+        SELECT c.id, c.processing_attempts, c.account_id, c.alias_id, al.local_part, d.name AS domain, al.label,
+               c.source, c.received_at, c.size_bytes, c.client_address, c.client_helo, c.envelope_from,
+               (r.message_id IS NOT NULL) AS has_raw,
+               CASE WHEN octet_length(r.raw) <= ${InlineRawBytes} THEN r.raw END AS raw
+        FROM claimed c
+        JOIN aliases al ON al.id = c.alias_id JOIN domains d ON d.id = al.domain_id
+        LEFT JOIN message_raw r ON r.message_id = c.id
+        ORDER BY c.id`.pipe(Effect.orDie)
     })
 
     const fail = (id: number, reason: string) =>
@@ -50,64 +99,88 @@ export class Pipeline {
         sql`UPDATE messages SET processing_status = 'failed', failure_reason = ${reason}, processed_at = ${at} WHERE id = ${id}`)
         .pipe(Effect.orDie, Effect.asVoid)
 
-    const store = (id: number, parsed: ParsedMessage, auth: AuthResults) =>
-      Effect.gen(function*() {
-        const analysis = analyzeMessage(parsed)
+    /** Writes the results of `batch` in one transaction. */
+    const storeBatch = (batch: ReadonlyArray<Ready>) =>
+      sql.withTransaction(Effect.gen(function*() {
         const at = yield* now
-        yield* sql.withTransaction(Effect.gen(function*() {
-          const rows = yield* sql<{
-            account_id: number
-            alias_id: number
-            local_part: string
-            domain: string
-            label: string | null
-            source: "smtp" | "test"
-            received_at: Date
-            size_bytes: number
-          }>`
-            SELECT m.account_id, m.alias_id, al.local_part, d.name AS domain, al.label, m.source, m.received_at, m.size_bytes
-            FROM messages m JOIN aliases al ON al.id = m.alias_id JOIN domains d ON d.id = al.domain_id
-            WHERE m.id = ${id} AND m.processing_status = 'processing' FOR UPDATE OF m`
-          const message = rows[0]
-          if (message === undefined) return
-          // parse
-          yield* sql`DELETE FROM attachments WHERE message_id = ${id}`
-          for (const [position, attachment] of parsed.attachments.entries()) {
-            yield* sql`
-              INSERT INTO attachments (message_id, position, filename, mime_type, size_bytes, dangerous, previewable, content_id, content)
-              VALUES (${id}, ${position}, ${attachment.filename}, ${attachment.mimeType}, ${attachment.content.byteLength},
-                      ${attachment.dangerous}, ${attachment.previewable}, ${attachment.contentId}, ${attachment.content})`
-          }
-          // rules: the account's mail rules run here once they exist (mailRuleCount); none yet.
-          // index
-          yield* sql`
-            UPDATE messages SET
-              sender_name = ${parsed.sender.name}, sender_address = ${parsed.sender.address}, subject = ${parsed.subject},
-              snippet = ${analysis.snippet}, text_body = ${parsed.text}, html_original = ${parsed.html},
-              html_sanitized = ${analysis.sanitizedHtml}, remote_image_count = ${analysis.remoteImageCount},
-              headers = ${JSON.stringify(parsed.headers)}::jsonb, otp_codes = ${JSON.stringify(analysis.otpCodes)}::jsonb,
-              verification_links = ${JSON.stringify(analysis.verificationLinks)}::jsonb,
-              auth = ${JSON.stringify(auth)}::jsonb,
-              has_attachments = ${parsed.attachments.length > 0},
-              search = setweight(to_tsvector('simple', ${parsed.subject}), 'A')
-                    || setweight(to_tsvector('simple', ${`${parsed.sender.name ?? ""} ${parsed.sender.address}`}), 'B')
-                    || to_tsvector('simple', ${analysis.searchText.slice(0, 500_000)}),
-              processing_status = 'processed', processed_at = ${at}, failure_reason = NULL
-            WHERE id = ${id}`
-          // realtime
-          yield* sql`SELECT pg_notify(${RealtimeChannel}, ${JSON.stringify({ accountId: message.account_id, messageId: id })})`
-          // webhook
+        // parse + index: one UPDATE for every message still ours; the others were taken over.
+        const stored = yield* sql<{ id: number }>`
+          UPDATE messages m SET
+            sender_name = u.sender_name, sender_address = u.sender_address, subject = u.subject,
+            snippet = u.snippet, text_body = u.text_body, html_original = u.html_original,
+            html_sanitized = u.html_sanitized, remote_image_count = u.remote_image_count,
+            headers = u.headers, otp_codes = u.otp_codes, verification_links = u.verification_links,
+            auth = u.auth, has_attachments = u.has_attachments,
+            search = setweight(to_tsvector('simple', u.subject), 'A')
+                  || setweight(to_tsvector('simple', u.sender_text), 'B')
+                  || to_tsvector('simple', u.search_text),
+            processing_status = 'processed', processed_at = ${at}, failure_reason = NULL
+          FROM json_to_recordset(${JSON.stringify(batch.map(({ analysis, auth, message, parsed }) => ({
+            id: message.id,
+            sender_name: text(parsed.sender.name),
+            sender_address: text(parsed.sender.address),
+            subject: text(parsed.subject),
+            snippet: text(analysis.snippet),
+            text_body: text(parsed.text),
+            html_original: text(parsed.html),
+            html_sanitized: text(analysis.sanitizedHtml),
+            remote_image_count: analysis.remoteImageCount,
+            headers: parsed.headers,
+            otp_codes: analysis.otpCodes,
+            verification_links: analysis.verificationLinks,
+            auth,
+            has_attachments: parsed.attachments.length > 0,
+            sender_text: text(`${parsed.sender.name ?? ""} ${parsed.sender.address}`),
+            search_text: text(analysis.searchText.slice(0, 500_000))
+          })))}::json) AS u(
+            id int, sender_name text, sender_address text, subject text, snippet text, text_body text,
+            html_original text, html_sanitized text, remote_image_count int, headers jsonb, otp_codes jsonb,
+            verification_links jsonb, auth jsonb, has_attachments boolean, sender_text text, search_text text)
+          WHERE m.id = u.id AND m.processing_status = 'processing'
+          RETURNING m.id`
+        const ours = new Set(stored.map((row) => row.id))
+        const done = batch.filter((ready) => ours.has(ready.message.id))
+        if (done.length === 0) return
+        // Attachments: a message claimed for the first time has none stored yet.
+        const again = done.filter((ready) => ready.message.processing_attempts > 1).map((ready) => ready.message.id)
+        if (again.length > 0) yield* sql`DELETE FROM attachments WHERE message_id IN ${sql.in(again)}`
+        const attachments = done.flatMap(({ message, parsed }) =>
+          parsed.attachments.map((attachment, position) => ({
+            message_id: message.id,
+            position,
+            filename: attachment.filename,
+            mime_type: attachment.mimeType,
+            size_bytes: attachment.content.byteLength,
+            dangerous: attachment.dangerous,
+            previewable: attachment.previewable,
+            content_id: attachment.contentId,
+            content: attachment.content
+          }))
+        )
+        for (let i = 0; i < attachments.length; i += 1_000) {
+          const [first, ...rest] = attachments.slice(i, i + 1_000)
+          yield* sql`INSERT INTO attachments ${sql.insert([first!, ...rest])}`
+        }
+        // rules: the account's mail rules run here once they exist (mailRuleCount); none yet.
+        // realtime
+        yield* sql`
+          SELECT pg_notify(${RealtimeChannel}, n) FROM json_array_elements_text(${JSON.stringify(
+            done.map(({ message }) => JSON.stringify({ accountId: message.account_id, messageId: message.id }))
+          )}::json) AS n`
+        // webhook
+        const events: Array<NewEvent> = []
+        for (const { analysis, auth, message, parsed } of done) {
           const alias: EventAlias = { id: message.alias_id, address: `${message.local_part}@${message.domain}`, label: message.label }
           const otp = { code: analysis.otpCodes[0] ?? null, links: analysis.verificationLinks }
           const common = {
             alias,
-            message_id: id,
+            message_id: message.id,
             otp,
             source: message.source,
             received_at: message.received_at.toISOString(),
-            url: `${config.baseUrl}/messages/${id}`
+            url: `${config.baseUrl}/messages/${message.id}`
           }
-          yield* appendEvent(sql, {
+          events.push({
             accountId: message.account_id,
             alias,
             type: "message.received",
@@ -123,27 +196,71 @@ export class Pipeline {
               has_attachments: parsed.attachments.length > 0
             }
           })
-          if (otp.code !== null) {
-            yield* appendEvent(sql, { accountId: message.account_id, alias, type: "message.otp_extracted", time: at, data: common })
-          }
-        })).pipe(Effect.orDie)
+          if (otp.code !== null) events.push({ accountId: message.account_id, alias, type: "message.otp_extracted", time: at, data: common })
+        }
+        yield* appendEvents(sql, events)
+      })).pipe(Effect.orDie)
+
+    // -- group commit ---------------------------------------------------------------------------
+    // Whoever brings a result while no store runs writes it, and then whatever queued meanwhile.
+    const queued: Array<{ readonly ready: Ready; readonly done: Deferred.Deferred<void> }> = []
+    let writing = false
+    const takeBatch = () => {
+      let bytes = 0
+      let n = 0
+      while (n < queued.length && n < StoreBatchMessages) {
+        bytes += queued[n]!.ready.message.size_bytes
+        if (n > 0 && bytes > StoreBatchBytes) break
+        n++
+      }
+      return queued.splice(0, n)
+    }
+    const writeQueued = Effect.gen(function*() {
+      for (;;) {
+        // Checked and released in one step, so nothing can be queued unseen in between.
+        if (queued.length === 0) {
+          writing = false
+          return
+        }
+        const batch = takeBatch()
+        const exit = yield* Effect.exit(storeBatch(batch.map((item) => item.ready)))
+        if (exit._tag === "Success" || batch.length === 1) {
+          for (const item of batch) Deferred.doneUnsafe(item.done, exit)
+          continue
+        }
+        // One of them broke the batch: each on its own, so only that one fails.
+        for (const item of batch) Deferred.doneUnsafe(item.done, yield* Effect.exit(storeBatch([item.ready])))
+      }
+    })
+    const store = (ready: Ready) =>
+      Effect.gen(function*() {
+        const done = yield* Deferred.make<void>()
+        queued.push({ ready, done })
+        if (!writing) {
+          writing = true
+          // If the writer is interrupted, the next result to arrive writes what is left.
+          yield* writeQueued.pipe(Effect.onInterrupt(() => Effect.sync(() => {
+            writing = false
+          })))
+        }
+        yield* Deferred.await(done)
       })
 
     const processOne = (claimed: Claimed) =>
       Effect.gen(function*() {
         if (claimed.processing_attempts > MaxAttempts) return yield* fail(claimed.id, "gave_up_after_repeated_worker_failures")
-        const rows = yield* sql<{ raw: Uint8Array; source: string; client_address: string | null; client_helo: string | null; envelope_from: string | null }>`
-          SELECT r.raw, m.source, m.client_address, m.client_helo, m.envelope_from
-          FROM message_raw r JOIN messages m ON m.id = r.message_id WHERE r.message_id = ${claimed.id}`.pipe(Effect.orDie)
-        const row = rows[0]
-        if (row === undefined) return yield* fail(claimed.id, "raw_missing")
-        const result = yield* Effect.promise(() => parseMessage(row.raw))
+        if (!claimed.has_raw) return yield* fail(claimed.id, "raw_missing")
+        const raw = claimed.raw ?? (yield* sql<{ raw: Uint8Array }>`SELECT raw FROM message_raw WHERE message_id = ${claimed.id}`.pipe(Effect.orDie))[0]?.raw
+        if (raw === undefined) return yield* fail(claimed.id, "raw_missing")
+        const result = yield* Effect.promise(() => parseMessage(raw))
         if (!result.ok) return yield* fail(claimed.id, `unparsable: ${result.reason}`)
         // Injected test mail has no sending server to check.
-        const auth = row.source === "smtp"
-          ? yield* authenticateMail(row.raw, { ip: row.client_address, helo: row.client_helo, sender: row.envelope_from })
+        const auth = claimed.source === "smtp"
+          ? yield* authenticateMail(raw, { ip: claimed.client_address, helo: claimed.client_helo, sender: claimed.envelope_from })
           : noAuth
-        yield* store(claimed.id, result.message, auth)
+        const analysis = analyzeMessage(result.message)
+        // The bytes are not needed any more while the message waits for its store.
+        yield* store({ message: { ...claimed, raw: null }, parsed: result.message, analysis, auth })
       }).pipe(
         Effect.catchCause((cause) =>
           Effect.logError(`pipeline: message ${claimed.id} failed`, cause).pipe(
@@ -157,7 +274,7 @@ export class Pipeline {
       for (;;) {
         const batch = yield* claim
         if (batch.length === 0) return total
-        yield* Effect.forEach(batch, processOne, { concurrency: 16, discard: true })
+        yield* Effect.forEach(batch, processOne, { concurrency: BatchSize, discard: true })
         total += batch.length
       }
     })
@@ -172,11 +289,10 @@ export const PipelineLive = Layer.effectDiscard(Effect.gen(function*() {
   const pipeline = yield* Pipeline.make
   const wakeups = yield* pg.listen(PipelineChannel).pipe(Effect.orDie)
   const waitForWork = Effect.race(Queue.take(wakeups).pipe(Effect.ignore), Effect.sleep("1 second"))
-  yield* pipeline.drain.pipe(
+  const loop = pipeline.drain.pipe(
     Effect.andThen(waitForWork),
     Effect.catchCause((cause) => Effect.logError("pipeline loop", cause).pipe(Effect.andThen(Effect.sleep("1 second")))),
-    Effect.forever,
-    Effect.forkScoped
+    Effect.forever
   )
+  for (let i = 0; i < Loops; i++) yield* Effect.forkScoped(loop)
 }))
-

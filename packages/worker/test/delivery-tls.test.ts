@@ -65,6 +65,17 @@ describe("SPKI pin", () => {
     expect(await testDelivery(session, webhookId)).toMatchObject({ status: "pending", last_error: "spki_pin_mismatch", attempt_count: 1 })
     expect(receiver.requests).toHaveLength(0)
   })
+
+  it("a kept-alive connection is not reused after the pin changes: the new pin meets a new handshake and fails closed", async () => {
+    const { session, webhookId } = await setup({ spki_pin: receiver.certificates.spkiPin })
+    expect(await testDelivery(session, webhookId)).toMatchObject({ status: "succeeded" })
+    expect(await testDelivery(session, webhookId)).toMatchObject({ status: "succeeded" })
+    expect(receiver.requests).toHaveLength(2)
+    const patched = await h.request(`/webhooks/${webhookId}`, { method: "PATCH", session, body: { spki_pin: `sha256/${"A".repeat(43)}=` } })
+    expect(patched.status, patched.text).toBe(200)
+    expect(await testDelivery(session, webhookId)).toMatchObject({ status: "pending", last_error: "spki_pin_mismatch", attempt_count: 1 })
+    expect(receiver.requests).toHaveLength(2)
+  })
 })
 
 describe("trust", () => {

@@ -11,7 +11,9 @@
  * this machine, 100k short un-encoded lines take ~2 s, 1M take ~20 s, whatever their length. A
  * 2 MB message of empty lines would stall a worker. So, before postal-mime sees the bytes, one
  * linear pass mirrors postal-mime's line and boundary rules to count parts, lines, nesting and
- * "costly" lines, and refuses pathological input up front.
+ * "costly" lines, and refuses pathological input up front. (Since patches/postal-mime@4.0.0.patch
+ * its decoders join the parts with one copy instead of a Blob, which made ordinary mail cheaper
+ * too; the limits stay as the bound on work per message.)
  */
 import PostalMime, { decodeWords } from "postal-mime"
 import type { Address, Attachment, Email, Mailbox } from "postal-mime"
