@@ -7,6 +7,7 @@
 import { normalizeLocalPart } from "@burnbox/domain/aliases/index"
 import { type PlanEntitlements, type PlanOverrides, resolveEntitlements } from "@burnbox/domain"
 import { Cause, Context, Deferred, Effect, Layer, Queue, Result } from "effect"
+import { PgTypes } from "@effect/sql-pg"
 import { SqlClient } from "effect/sql"
 import { now } from "./Time.ts"
 
@@ -47,6 +48,9 @@ export class OverQuota {
 }
 
 const dayMs = 86_400_000
+/** Group commit: how many batches may be in flight at once, and how many accepts one takes. */
+const BatchesInFlight = 2
+const MaxBatch = 64
 
 /** A message about to be destroyed, with what its removal gives back to the counters. */
 export interface DestroyedMessage {
@@ -167,26 +171,120 @@ export class Mailstore extends Context.Service<Mailstore, {
         return accepted as ReadonlyArray<Accepted>
       })
 
+    interface AccountQuota {
+      readonly storageUsedBytes: number
+      readonly plan: PlanEntitlements
+    }
+
+    /**
+     * The whole batch in one statement when no account needs eviction and nothing is over a
+     * quota: ids drawn first, then every message row, every raw copy and one counter update
+     * per alias and per account. Answers the accepted messages in the batch's order.
+     */
+    const acceptSet = (batch: ReadonlyArray<Pending>, quotas: ReadonlyMap<number, AccountQuota>, at: Date) =>
+      Effect.gen(function*() {
+        const rows = batch.flatMap((p, n) => p.input.deliveries.map((delivery) => {
+          const plan = quotas.get(delivery.accountId)!.plan
+          const retentionDays = p.input.source === "test" ? TestMessageRetentionDays : plan.retentionDays
+          return { n: n + 1, delivery, input: p.input, expiresAt: new Date(at.getTime() + retentionDays * dayMs) }
+        }))
+        const nullableText = (values: ReadonlyArray<string | null>) => PgTypes.array(values, PgTypes.OID.text).pipe(Result.getOrThrow)
+        const ids = yield* sql<{ ord: number; id: number }>`
+          WITH input AS (
+            SELECT * FROM unnest(${rows.map((_, i) => i + 1)}::int4[], ${rows.map((r) => r.n)}::int4[],
+                                 ${rows.map((r) => r.delivery.accountId)}::int4[], ${rows.map((r) => r.delivery.aliasId)}::int4[],
+                                 ${rows.map((r) => r.input.source)}::text[], ${rows.map((r) => r.delivery.recipient)}::text[],
+                                 ${nullableText(rows.map((r) => r.input.envelopeFrom))}, ${nullableText(rows.map((r) => r.input.clientAddress))},
+                                 ${nullableText(rows.map((r) => r.input.clientHelo))}, ${rows.map((r) => r.expiresAt)}::timestamptz[],
+                                 ${rows.map((r) => r.input.raw.byteLength)}::int4[])
+              AS i(ord, n, account_id, alias_id, source, recipient, envelope_from, client_address, client_helo, expires_at, size_bytes)
+          ), ids AS (
+            SELECT ord, nextval(pg_get_serial_sequence('messages', 'id'))::int4 AS id FROM input
+          ), message AS (
+            INSERT INTO messages (id, account_id, alias_id, source, recipient, envelope_from, client_address, client_helo,
+                                  received_at, expires_at, size_bytes)
+            OVERRIDING SYSTEM VALUE
+            SELECT ids.id, i.account_id, i.alias_id, i.source, i.recipient, i.envelope_from, i.client_address, i.client_helo,
+                   ${at}, i.expires_at, i.size_bytes
+            FROM input i JOIN ids USING (ord)
+          ), raw AS (
+            INSERT INTO message_raw (message_id, raw)
+            SELECT ids.id, r.raw FROM input i JOIN ids USING (ord)
+            JOIN unnest(${batch.map((p) => p.input.raw)}::bytea[]) WITH ORDINALITY AS r(raw, n) ON r.n = i.n
+          ), alias AS (
+            UPDATE aliases al SET storage_used_bytes = al.storage_used_bytes + s.bytes, received_count = al.received_count + s.count,
+                   unread_count = al.unread_count + s.count, last_received_at = ${at}
+            FROM (SELECT alias_id, sum(size_bytes) AS bytes, count(*)::int4 AS count FROM input GROUP BY alias_id) s
+            WHERE al.id = s.alias_id
+          ), account AS (
+            UPDATE accounts a SET storage_used_bytes = a.storage_used_bytes + s.bytes
+            FROM (SELECT account_id, sum(size_bytes) AS bytes FROM input GROUP BY account_id) s
+            WHERE a.id = s.account_id
+          )
+          SELECT ord, id FROM ids`
+        const idOf = new Map(ids.map((r) => [r.ord, r.id]))
+        const accepted: Array<Array<Accepted>> = batch.map(() => [])
+        rows.forEach((r, i) => accepted[r.n - 1]!.push({ id: idOf.get(i + 1)!, aliasId: r.delivery.aliasId, receivedAt: at, expiresAt: r.expiresAt }))
+        return accepted.map((list) => Result.succeed(list as ReadonlyArray<Accepted>))
+      })
+
+    /** True when every message of the batch fits its accounts' quotas as they stand: nothing to evict or refuse. */
+    const fitsWithoutEviction = (batch: ReadonlyArray<Pending>, quotas: ReadonlyMap<number, AccountQuota>) => {
+      const adding = new Map<number, number>()
+      for (const p of batch) {
+        for (const delivery of p.input.deliveries) {
+          const quota = quotas.get(delivery.accountId)
+          if (quota === undefined || p.input.raw.byteLength > quota.plan.storageQuotaBytes) return false
+          adding.set(delivery.accountId, (adding.get(delivery.accountId) ?? 0) + p.input.raw.byteLength)
+        }
+      }
+      for (const [accountId, bytes] of adding) {
+        const quota = quotas.get(accountId)!
+        if (quota.storageUsedBytes + bytes > quota.plan.storageQuotaBytes) return false
+      }
+      return true
+    }
+
+    /** The set-based statement failed: the batch is done again message by message. */
+    class SetStatementFailed {
+      readonly _tag = "SetStatementFailed"
+    }
+
     /**
      * Group commit: accepts arriving together share one transaction (and one WAL flush).
-     * The accounts involved are locked first, in id order, so batches never deadlock; each
-     * message has its own savepoint, so one refused message leaves the others stored.
+     * The accounts involved are locked first, in id order, so batches never deadlock. The
+     * usual batch is one set-based statement; when an account needs eviction or a message is
+     * over a quota, or the set-based statement fails, each message gets its own savepoint, so
+     * one refused message leaves the others stored.
      */
     interface Pending {
       readonly input: AcceptInput
       readonly done: Deferred.Deferred<ReadonlyArray<Accepted>, OverQuota>
     }
     const pending = yield* Queue.unbounded<Pending>()
+    const inTransaction = (batch: ReadonlyArray<Pending>, at: Date, setBased: boolean) =>
+      sql.withTransaction(Effect.gen(function*() {
+        const accountIds = [...new Set(batch.flatMap((p) => p.input.deliveries.map((d) => d.accountId)))].sort((a, b) => a - b)
+        const accounts = accountIds.length === 0 ? [] : yield* sql<{ id: number; storage_used_bytes: number; entitlements: PlanEntitlements; overrides: PlanOverrides }>`
+          SELECT a.id, a.storage_used_bytes::float8 AS storage_used_bytes, p.entitlements, a.overrides
+          FROM accounts a JOIN plans p ON p.code = a.plan
+          WHERE a.id IN ${sql.in(accountIds)} ORDER BY a.id FOR NO KEY UPDATE OF a`
+        const quotas = new Map(accounts.map((a) => [a.id, { storageUsedBytes: a.storage_used_bytes, plan: resolveEntitlements(a.entitlements, a.overrides) }]))
+        const results = setBased && fitsWithoutEviction(batch, quotas)
+          ? yield* acceptSet(batch, quotas, at).pipe(Effect.catchTag("SqlError", (error) =>
+            Effect.logWarning("group commit: the set-based statement failed; the batch is stored message by message", error).pipe(
+              Effect.andThen(Effect.fail(new SetStatementFailed()))
+            )))
+          : yield* Effect.forEach(batch, (p) => sql.withTransaction(acceptOne(p.input, at)).pipe(Effect.result))
+        yield* sql`SELECT pg_notify(${PipelineChannel}, '')`
+        return results
+      }))
     const runBatch = (batch: ReadonlyArray<Pending>) =>
       Effect.gen(function*() {
         const at = yield* now
-        const accountIds = [...new Set(batch.flatMap((p) => p.input.deliveries.map((d) => d.accountId)))].sort((a, b) => a - b)
-        const outcomes = yield* sql.withTransaction(Effect.gen(function*() {
-          if (accountIds.length > 0) yield* sql`SELECT id FROM accounts WHERE id IN ${sql.in(accountIds)} ORDER BY id FOR NO KEY UPDATE`
-          const results = yield* Effect.forEach(batch, (p) => sql.withTransaction(acceptOne(p.input, at)).pipe(Effect.result))
-          yield* sql`SELECT pg_notify(${PipelineChannel}, '')`
-          return results
-        }))
+        const outcomes = yield* inTransaction(batch, at, true).pipe(
+          Effect.catchTag("SetStatementFailed", () => inTransaction(batch, at, false))
+        )
         yield* Effect.forEach(batch, (p, i) => {
           const outcome = outcomes[i]!
           return Result.isSuccess(outcome)
@@ -198,7 +296,10 @@ export class Mailstore extends Context.Service<Mailstore, {
       }).pipe(
         Effect.catchCause((cause) => Effect.forEach(batch, (p) => Deferred.failCause(p.done, Cause.die(Cause.squash(cause))), { discard: true }))
       )
-    yield* Queue.takeBetween(pending, 1, 64).pipe(Effect.flatMap(runBatch), Effect.forever, Effect.forkScoped)
+    // Two batches in flight: one gathers and sends while the other waits for its commit.
+    for (let i = 0; i < BatchesInFlight; i++) {
+      yield* Queue.takeBetween(pending, 1, MaxBatch).pipe(Effect.flatMap(runBatch), Effect.forever, Effect.forkScoped)
+    }
 
     const accept = Effect.fn("Mailstore.accept")(function*(input: AcceptInput) {
       const done = yield* Deferred.make<ReadonlyArray<Accepted>, OverQuota>()
