@@ -456,4 +456,22 @@ describe("counters written with the message", () => {
     expect(detail.expiresAt).toBe(new Date(at.getTime() + 90 * 86_400_000).toISOString())
     expect(detail.source).toBe("smtp")
   })
+
+  it("expiresAt follows the plan the account has when the message arrives, also right after a plan change", async () => {
+    const who = await h.signup({ plan: "premium" })
+    const alias = await claim(who)
+    const expiryOf = async (subject: string) => {
+      expect((await deliver([alias.address], mail({ to: alias.address, subject }))).data?.code).toBe(250)
+      const [row] = await h.query<{ days: number }>(
+        "SELECT extract(epoch FROM expires_at - received_at)::float8 / 86400 AS days FROM messages WHERE alias_id = $1 ORDER BY id DESC LIMIT 1",
+        [alias.id]
+      )
+      return row!.days
+    }
+    expect(await expiryOf("premium: 30 days")).toBe(30)
+    await h.setPlan(who.accountId, "free")
+    expect(await expiryOf("free: 3 days")).toBe(3)
+    await h.setPlan(who.accountId, "pro")
+    expect(await expiryOf("pro: 90 days")).toBe(90)
+  })
 })

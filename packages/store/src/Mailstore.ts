@@ -175,58 +175,20 @@ export class Mailstore extends Context.Service<Mailstore, {
       readonly storageUsedBytes: number
       readonly plan: PlanEntitlements
     }
+    interface LockedAccount {
+      readonly id: number
+      readonly used: number
+      readonly entitlements: PlanEntitlements
+      readonly overrides: PlanOverrides
+    }
+    const quotaOf = (a: LockedAccount): AccountQuota => ({ storageUsedBytes: a.used, plan: resolveEntitlements(a.entitlements, a.overrides) })
 
     /**
-     * The whole batch in one statement when no account needs eviction and nothing is over a
-     * quota: ids drawn first, then every message row, every raw copy and one counter update
-     * per alias and per account. Answers the accepted messages in the batch's order.
+     * The plan of each account as last read under its lock. The set-based statement takes
+     * retention from here; what it assumed is checked against the rows it locked before the
+     * transaction may commit, so a stale entry costs a retry, never a wrong row.
      */
-    const acceptSet = (batch: ReadonlyArray<Pending>, quotas: ReadonlyMap<number, AccountQuota>, at: Date) =>
-      Effect.gen(function*() {
-        const rows = batch.flatMap((p, n) => p.input.deliveries.map((delivery) => {
-          const plan = quotas.get(delivery.accountId)!.plan
-          const retentionDays = p.input.source === "test" ? TestMessageRetentionDays : plan.retentionDays
-          return { n: n + 1, delivery, input: p.input, expiresAt: new Date(at.getTime() + retentionDays * dayMs) }
-        }))
-        const nullableText = (values: ReadonlyArray<string | null>) => PgTypes.array(values, PgTypes.OID.text).pipe(Result.getOrThrow)
-        const ids = yield* sql<{ ord: number; id: number }>`
-          WITH input AS (
-            SELECT * FROM unnest(${rows.map((_, i) => i + 1)}::int4[], ${rows.map((r) => r.n)}::int4[],
-                                 ${rows.map((r) => r.delivery.accountId)}::int4[], ${rows.map((r) => r.delivery.aliasId)}::int4[],
-                                 ${rows.map((r) => r.input.source)}::text[], ${rows.map((r) => r.delivery.recipient)}::text[],
-                                 ${nullableText(rows.map((r) => r.input.envelopeFrom))}, ${nullableText(rows.map((r) => r.input.clientAddress))},
-                                 ${nullableText(rows.map((r) => r.input.clientHelo))}, ${rows.map((r) => r.expiresAt)}::timestamptz[],
-                                 ${rows.map((r) => r.input.raw.byteLength)}::int4[])
-              AS i(ord, n, account_id, alias_id, source, recipient, envelope_from, client_address, client_helo, expires_at, size_bytes)
-          ), ids AS (
-            SELECT ord, nextval(pg_get_serial_sequence('messages', 'id'))::int4 AS id FROM input
-          ), message AS (
-            INSERT INTO messages (id, account_id, alias_id, source, recipient, envelope_from, client_address, client_helo,
-                                  received_at, expires_at, size_bytes)
-            OVERRIDING SYSTEM VALUE
-            SELECT ids.id, i.account_id, i.alias_id, i.source, i.recipient, i.envelope_from, i.client_address, i.client_helo,
-                   ${at}, i.expires_at, i.size_bytes
-            FROM input i JOIN ids USING (ord)
-          ), raw AS (
-            INSERT INTO message_raw (message_id, raw)
-            SELECT ids.id, r.raw FROM input i JOIN ids USING (ord)
-            JOIN unnest(${batch.map((p) => p.input.raw)}::bytea[]) WITH ORDINALITY AS r(raw, n) ON r.n = i.n
-          ), alias AS (
-            UPDATE aliases al SET storage_used_bytes = al.storage_used_bytes + s.bytes, received_count = al.received_count + s.count,
-                   unread_count = al.unread_count + s.count, last_received_at = ${at}
-            FROM (SELECT alias_id, sum(size_bytes) AS bytes, count(*)::int4 AS count FROM input GROUP BY alias_id) s
-            WHERE al.id = s.alias_id
-          ), account AS (
-            UPDATE accounts a SET storage_used_bytes = a.storage_used_bytes + s.bytes
-            FROM (SELECT account_id, sum(size_bytes) AS bytes FROM input GROUP BY account_id) s
-            WHERE a.id = s.account_id
-          )
-          SELECT ord, id FROM ids`
-        const idOf = new Map(ids.map((r) => [r.ord, r.id]))
-        const accepted: Array<Array<Accepted>> = batch.map(() => [])
-        rows.forEach((r, i) => accepted[r.n - 1]!.push({ id: idOf.get(i + 1)!, aliasId: r.delivery.aliasId, receivedAt: at, expiresAt: r.expiresAt }))
-        return accepted.map((list) => Result.succeed(list as ReadonlyArray<Accepted>))
-      })
+    const knownPlans = new Map<number, PlanEntitlements>()
 
     /** True when every message of the batch fits its accounts' quotas as they stand: nothing to evict or refuse. */
     const fitsWithoutEviction = (batch: ReadonlyArray<Pending>, quotas: ReadonlyMap<number, AccountQuota>) => {
@@ -245,46 +207,129 @@ export class Mailstore extends Context.Service<Mailstore, {
       return true
     }
 
-    /** The set-based statement failed: the batch is done again message by message. */
-    class SetStatementFailed {
-      readonly _tag = "SetStatementFailed"
+    /** The set-based statement cannot take this batch (a plan changed, eviction is needed, it failed). */
+    class NotSetBased {
+      readonly _tag = "NotSetBased"
+      /** Only a plan differed from what the statement assumed: the statement may try again. */
+      readonly stalePlan: boolean
+      constructor(stalePlan: boolean) {
+        this.stalePlan = stalePlan
+      }
     }
+
+    /**
+     * The whole batch in one statement: it locks the batch's accounts (in id order, before
+     * anything else), draws the ids, inserts every message row and raw copy, updates the
+     * counters once per alias and per account, and notifies the pipeline. It answers the locked
+     * accounts as they were before the batch, and this checks, before the transaction can
+     * commit, that each plan is the one the statement assumed and that nothing needed eviction
+     * or was over a quota; if not, the transaction rolls back (NotSetBased).
+     */
+    const acceptSet = (batch: ReadonlyArray<Pending>, accountIds: ReadonlyArray<number>, at: Date) =>
+      Effect.gen(function*() {
+        const rows = batch.flatMap((p, n) => p.input.deliveries.map((delivery) => {
+          const plan = knownPlans.get(delivery.accountId)!
+          const retentionDays = p.input.source === "test" ? TestMessageRetentionDays : plan.retentionDays
+          return { n: n + 1, delivery, input: p.input, expiresAt: new Date(at.getTime() + retentionDays * dayMs) }
+        }))
+        const nullableText = (values: ReadonlyArray<string | null>) => PgTypes.array(values, PgTypes.OID.text).pipe(Result.getOrThrow)
+        const [answer] = yield* sql<{ ids: ReadonlyArray<readonly [number, number]> | null; accounts: ReadonlyArray<LockedAccount> | null }>`
+          WITH locked AS (
+            SELECT a.id, a.storage_used_bytes::float8 AS used, p.entitlements, a.overrides
+            FROM accounts a JOIN plans p ON p.code = a.plan
+            WHERE a.id = ANY(${accountIds}::int4[]) ORDER BY a.id FOR NO KEY UPDATE OF a
+          ), input AS (
+            SELECT * FROM unnest(${rows.map((_, i) => i + 1)}::int4[], ${rows.map((r) => r.n)}::int4[],
+                                 ${rows.map((r) => r.delivery.accountId)}::int4[], ${rows.map((r) => r.delivery.aliasId)}::int4[],
+                                 ${rows.map((r) => r.input.source)}::text[], ${rows.map((r) => r.delivery.recipient)}::text[],
+                                 ${nullableText(rows.map((r) => r.input.envelopeFrom))}, ${nullableText(rows.map((r) => r.input.clientAddress))},
+                                 ${nullableText(rows.map((r) => r.input.clientHelo))}, ${rows.map((r) => r.expiresAt)}::timestamptz[],
+                                 ${rows.map((r) => r.input.raw.byteLength)}::int4[])
+              AS i(ord, n, account_id, alias_id, source, recipient, envelope_from, client_address, client_helo, expires_at, size_bytes)
+          ), ids AS (
+            -- every account locked first (the count reads them all), so batches never deadlock
+            SELECT ord, nextval(pg_get_serial_sequence('messages', 'id'))::int4 AS id FROM input
+            WHERE (SELECT count(*) FROM locked) = ${accountIds.length}
+          ), message AS (
+            INSERT INTO messages (id, account_id, alias_id, source, recipient, envelope_from, client_address, client_helo,
+                                  received_at, expires_at, size_bytes)
+            OVERRIDING SYSTEM VALUE
+            SELECT ids.id, i.account_id, i.alias_id, i.source, i.recipient, i.envelope_from, i.client_address, i.client_helo,
+                   ${at}, i.expires_at, i.size_bytes
+            FROM input i JOIN ids USING (ord)
+            RETURNING account_id, alias_id, size_bytes
+          ), raw AS (
+            INSERT INTO message_raw (message_id, raw)
+            SELECT ids.id, r.raw FROM input i JOIN ids USING (ord)
+            JOIN unnest(${batch.map((p) => p.input.raw)}::bytea[]) WITH ORDINALITY AS r(raw, n) ON r.n = i.n
+          ), alias AS (
+            UPDATE aliases al SET storage_used_bytes = al.storage_used_bytes + s.bytes, received_count = al.received_count + s.count,
+                   unread_count = al.unread_count + s.count, last_received_at = ${at}
+            FROM (SELECT alias_id, sum(size_bytes) AS bytes, count(*)::int4 AS count FROM message GROUP BY alias_id) s
+            WHERE al.id = s.alias_id
+          ), account AS (
+            UPDATE accounts a SET storage_used_bytes = a.storage_used_bytes + s.bytes
+            FROM (SELECT account_id, sum(size_bytes) AS bytes FROM message GROUP BY account_id) s
+            WHERE a.id = s.account_id
+          )
+          SELECT (SELECT json_agg(json_build_array(ord, id)) FROM ids) AS ids,
+                 (SELECT json_agg(json_build_object('id', id, 'used', used, 'entitlements', entitlements, 'overrides', overrides)) FROM locked) AS accounts,
+                 (SELECT count(*) FROM pg_notify(${PipelineChannel}, '')) AS notified`
+        const locked = answer?.accounts ?? []
+        const quotas = new Map(locked.map((a) => [a.id, quotaOf(a)]))
+        const assumed = accountIds.every((id) => knownPlans.get(id)?.retentionDays === quotas.get(id)?.plan.retentionDays)
+        for (const [id, quota] of quotas) knownPlans.set(id, quota.plan)
+        const ids = answer?.ids ?? []
+        if (ids.length !== rows.length || !fitsWithoutEviction(batch, quotas)) return yield* Effect.fail(new NotSetBased(false))
+        if (!assumed) return yield* Effect.fail(new NotSetBased(true))
+        const idOf = new Map(ids.map(([ord, id]) => [ord, id]))
+        const accepted: Array<Array<Accepted>> = batch.map(() => [])
+        rows.forEach((r, i) => accepted[r.n - 1]!.push({ id: idOf.get(i + 1)!, aliasId: r.delivery.aliasId, receivedAt: at, expiresAt: r.expiresAt }))
+        return accepted.map((list) => Result.succeed(list as ReadonlyArray<Accepted>))
+      }).pipe(Effect.catchTag("SqlError", (error) =>
+        Effect.logWarning("group commit: the set-based statement failed; the batch is stored message by message", error).pipe(
+          Effect.andThen(Effect.fail(new NotSetBased(false)))
+        )))
 
     /**
      * Group commit: accepts arriving together share one transaction (and one WAL flush).
      * The accounts involved are locked first, in id order, so batches never deadlock. The
-     * usual batch is one set-based statement; when an account needs eviction or a message is
-     * over a quota, or the set-based statement fails, each message gets its own savepoint, so
-     * one refused message leaves the others stored.
+     * usual batch is the one set-based statement; when a plan is not known yet or changed, an
+     * account needs eviction, a message is over a quota or the statement fails, the batch is
+     * done again with each message in its own savepoint, so one refused message leaves the
+     * others stored.
      */
     interface Pending {
       readonly input: AcceptInput
       readonly done: Deferred.Deferred<ReadonlyArray<Accepted>, OverQuota>
     }
     const pending = yield* Queue.unbounded<Pending>()
-    const inTransaction = (batch: ReadonlyArray<Pending>, at: Date, setBased: boolean) =>
+    const accountsOf = (batch: ReadonlyArray<Pending>) =>
+      [...new Set(batch.flatMap((p) => p.input.deliveries.map((d) => d.accountId)))].sort((a, b) => a - b)
+    const setBased = (batch: ReadonlyArray<Pending>, at: Date) =>
+      sql.withTransaction(acceptSet(batch, accountsOf(batch), at))
+    const messageByMessage = (batch: ReadonlyArray<Pending>, at: Date) =>
       sql.withTransaction(Effect.gen(function*() {
-        const accountIds = [...new Set(batch.flatMap((p) => p.input.deliveries.map((d) => d.accountId)))].sort((a, b) => a - b)
-        const accounts = accountIds.length === 0 ? [] : yield* sql<{ id: number; storage_used_bytes: number; entitlements: PlanEntitlements; overrides: PlanOverrides }>`
-          SELECT a.id, a.storage_used_bytes::float8 AS storage_used_bytes, p.entitlements, a.overrides
+        const accountIds = accountsOf(batch)
+        const accounts = accountIds.length === 0 ? [] : yield* sql<LockedAccount>`
+          SELECT a.id, a.storage_used_bytes::float8 AS used, p.entitlements, a.overrides
           FROM accounts a JOIN plans p ON p.code = a.plan
           WHERE a.id IN ${sql.in(accountIds)} ORDER BY a.id FOR NO KEY UPDATE OF a`
-        const quotas = new Map(accounts.map((a) => [a.id, { storageUsedBytes: a.storage_used_bytes, plan: resolveEntitlements(a.entitlements, a.overrides) }]))
-        const results = setBased && fitsWithoutEviction(batch, quotas)
-          ? yield* acceptSet(batch, quotas, at).pipe(Effect.catchTag("SqlError", (error) =>
-            Effect.logWarning("group commit: the set-based statement failed; the batch is stored message by message", error).pipe(
-              Effect.andThen(Effect.fail(new SetStatementFailed()))
-            )))
-          : yield* Effect.forEach(batch, (p) => sql.withTransaction(acceptOne(p.input, at)).pipe(Effect.result))
+        for (const a of accounts) knownPlans.set(a.id, quotaOf(a).plan)
+        const results = yield* Effect.forEach(batch, (p) => sql.withTransaction(acceptOne(p.input, at)).pipe(Effect.result))
         yield* sql`SELECT pg_notify(${PipelineChannel}, '')`
         return results
       }))
     const runBatch = (batch: ReadonlyArray<Pending>) =>
       Effect.gen(function*() {
         const at = yield* now
-        const outcomes = yield* inTransaction(batch, at, true).pipe(
-          Effect.catchTag("SetStatementFailed", () => inTransaction(batch, at, false))
-        )
+        const known = batch.every((p) => p.input.deliveries.every((d) => knownPlans.has(d.accountId)))
+        const outcomes = known
+          ? yield* setBased(batch, at).pipe(
+            Effect.catchTag("NotSetBased", (e) => e.stalePlan ? setBased(batch, at) : Effect.fail(e)),
+            Effect.catchTag("NotSetBased", () => messageByMessage(batch, at))
+          )
+          : yield* messageByMessage(batch, at)
         yield* Effect.forEach(batch, (p, i) => {
           const outcome = outcomes[i]!
           return Result.isSuccess(outcome)
