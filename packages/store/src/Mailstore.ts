@@ -52,6 +52,9 @@ const dayMs = 86_400_000
 const BatchesInFlight = 2
 const MaxBatch = 64
 
+/** A text[] parameter that may hold only nulls (the driver cannot infer the type of those). */
+const nullableText = (values: ReadonlyArray<string | null>) => PgTypes.array(values, PgTypes.OID.text).pipe(Result.getOrThrow)
+
 /** A message about to be destroyed, with what its removal gives back to the counters. */
 export interface DestroyedMessage {
   readonly id: number
@@ -232,7 +235,6 @@ export class Mailstore extends Context.Service<Mailstore, {
           const retentionDays = p.input.source === "test" ? TestMessageRetentionDays : plan.retentionDays
           return { n: n + 1, delivery, input: p.input, expiresAt: new Date(at.getTime() + retentionDays * dayMs) }
         }))
-        const nullableText = (values: ReadonlyArray<string | null>) => PgTypes.array(values, PgTypes.OID.text).pipe(Result.getOrThrow)
         const [answer] = yield* sql<{ ids: ReadonlyArray<readonly [number, number]> | null; accounts: ReadonlyArray<LockedAccount> | null }>`
           WITH locked AS (
             SELECT a.id, a.storage_used_bytes::float8 AS used, p.entitlements, a.overrides
