@@ -51,6 +51,8 @@ const dayMs = 86_400_000
 /** Group commit: how many batches may be in flight at once, and how many accepts one takes. */
 const BatchesInFlight = 2
 const MaxBatch = 64
+/** RCPT lookups: how many shared queries may be in flight at once. */
+const LookupsInFlight = 4
 
 /** A text[] parameter that may hold only nulls (the driver cannot infer the type of those). */
 const nullableText = (values: ReadonlyArray<string | null>) => PgTypes.array(values, PgTypes.OID.text).pipe(Result.getOrThrow)
@@ -101,23 +103,48 @@ export class Mailstore extends Context.Service<Mailstore, {
   static readonly layer = Layer.effect(Mailstore, Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
 
+    /**
+     * RCPT lookups arriving together share one query (an alias per address, by domain name
+     * and normalised local part); refusals of paused aliases are counted one by one, as rare.
+     */
+    interface Lookup {
+      readonly domain: string
+      readonly localKey: string
+      readonly done: Deferred.Deferred<RecipientVerdict>
+    }
+    const lookups = yield* Queue.unbounded<Lookup>()
+    const resolveBatch = (batch: ReadonlyArray<Lookup>) =>
+      Effect.gen(function*() {
+        const rows = yield* sql<{ n: number; id: number; account_id: number; status: string }>`
+          SELECT i.n::int4 AS n, al.id, al.account_id, al.status
+          FROM unnest(${batch.map((l) => l.domain)}::text[], ${batch.map((l) => l.localKey)}::text[]) WITH ORDINALITY AS i(domain, local_key, n)
+          JOIN domains d ON d.name = i.domain
+          JOIN aliases al ON al.domain_id = d.id AND al.local_key = i.local_key`
+        const found = new Map(rows.map((r) => [r.n, r]))
+        yield* Effect.forEach(batch, (lookup, i) =>
+          Effect.gen(function*() {
+            const row = found.get(i + 1)
+            if (row === undefined || row.status === "burned" || row.status === "reserved") return yield* Deferred.succeed(lookup.done, { kind: "unknown" })
+            if (row.status === "paused") {
+              yield* sql`UPDATE aliases SET rejected_count = rejected_count + 1 WHERE id = ${row.id}`
+              return yield* Deferred.succeed(lookup.done, { kind: "paused", aliasId: row.id })
+            }
+            // A retired domain keeps delivering to the aliases it already has; it only takes no new claims.
+            return yield* Deferred.succeed(lookup.done, { kind: "accept", aliasId: row.id, accountId: row.account_id })
+          }), { discard: true })
+      }).pipe(
+        Effect.catchCause((cause) => Effect.forEach(batch, (l) => Deferred.failCause(l.done, Cause.die(Cause.squash(cause))), { discard: true }))
+      )
+    for (let i = 0; i < LookupsInFlight; i++) {
+      yield* Queue.takeBetween(lookups, 1, MaxBatch).pipe(Effect.flatMap(resolveBatch), Effect.forever, Effect.forkScoped)
+    }
+
     const resolveRecipient = Effect.fn("Mailstore.resolveRecipient")(function*(address: string) {
       const at = address.lastIndexOf("@")
       if (at <= 0) return { kind: "unknown" } as const
-      const { base } = normalizeLocalPart(address.slice(0, at))
-      const domain = address.slice(at + 1).toLowerCase()
-      const rows = yield* sql<{ id: number; account_id: number; status: string; domain_state: string }>`
-        SELECT al.id, al.account_id, al.status, d.state AS domain_state
-        FROM aliases al JOIN domains d ON d.id = al.domain_id
-        WHERE d.name = ${domain} AND al.local_key = ${base}`.pipe(Effect.orDie)
-      const row = rows[0]
-      if (row === undefined || row.status === "burned" || row.status === "reserved") return { kind: "unknown" } as const
-      if (row.status === "paused") {
-        yield* sql`UPDATE aliases SET rejected_count = rejected_count + 1 WHERE id = ${row.id}`.pipe(Effect.orDie)
-        return { kind: "paused", aliasId: row.id } as const
-      }
-      // A retired domain keeps delivering to the aliases it already has; it only takes no new claims.
-      return { kind: "accept", aliasId: row.id, accountId: row.account_id } as const
+      const done = yield* Deferred.make<RecipientVerdict>()
+      yield* Queue.offer(lookups, { domain: address.slice(at + 1).toLowerCase(), localKey: normalizeLocalPart(address.slice(0, at)).base, done })
+      return yield* Deferred.await(done)
     })
 
     /** Frees at least `needed` bytes of the account: the trash first, then the oldest unpinned mail. */
