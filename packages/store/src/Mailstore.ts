@@ -28,7 +28,8 @@ export interface Delivery {
 
 export interface AcceptInput {
   readonly deliveries: ReadonlyArray<Delivery>
-  readonly raw: Uint8Array
+  /** The exact bytes as received: one array, or the pieces in order (a big message need never be joined). */
+  readonly raw: Uint8Array | ReadonlyArray<Uint8Array>
   readonly source: "smtp" | "test"
   readonly envelopeFrom: string | null
   readonly clientAddress: string | null
@@ -53,6 +54,26 @@ const BatchesInFlight = 2
 const MaxBatch = 64
 /** RCPT lookups: how many shared queries may be in flight at once. */
 const LookupsInFlight = 4
+
+/**
+ * Raw bytes above this size go to PostgreSQL in pieces of this size (staged in a large object
+ * inside the accepting transaction), so the driver never builds one protocol frame of the
+ * whole message: a 15 MB message costs the process its own bytes plus a piece, not three copies.
+ */
+export const RawPieceBytes = 1024 * 1024
+
+/** The raw bytes of one accept: `whole` when small, else `pieces` staged before the insert. */
+interface RawBytes {
+  readonly size: number
+  readonly whole: Uint8Array | null
+  readonly pieces: ReadonlyArray<Uint8Array>
+}
+const rawBytes = (raw: Uint8Array | ReadonlyArray<Uint8Array>): RawBytes => {
+  const list = raw instanceof Uint8Array ? [raw] : raw
+  const size = list.reduce((n, c) => n + c.byteLength, 0)
+  if (size <= RawPieceBytes) return { size, whole: list.length === 1 ? list[0]! : Buffer.concat(list), pieces: [] }
+  return { size, whole: null, pieces: list }
+}
 
 /** A text[] parameter that may hold only nulls (the driver cannot infer the type of those). */
 const nullableText = (values: ReadonlyArray<string | null>) => PgTypes.array(values, PgTypes.OID.text).pipe(Result.getOrThrow)
@@ -165,9 +186,9 @@ export class Mailstore extends Context.Service<Mailstore, {
       })
 
     /** Stores one accepted message for each of its deliveries; inside the batch's transaction. */
-    const acceptOne = (input: AcceptInput, at: Date) =>
+    const acceptOne = (input: AcceptInput, raw: RawBytes, staged: number | undefined, at: Date) =>
       Effect.gen(function*() {
-        const size = input.raw.byteLength
+        const size = raw.size
         const accepted: Array<Accepted> = []
         for (const delivery of input.deliveries) {
           const [account] = yield* sql<{ storage_used_bytes: number; entitlements: PlanEntitlements; overrides: PlanOverrides }>`
@@ -187,7 +208,8 @@ export class Mailstore extends Context.Service<Mailstore, {
                       ${input.clientAddress}, ${input.clientHelo}, ${at}, ${expiresAt}, ${size})
               RETURNING id
             ), raw AS (
-              INSERT INTO message_raw (message_id, raw) SELECT id, ${input.raw} FROM message
+              INSERT INTO message_raw (message_id, raw)
+              SELECT id, coalesce(${raw.whole}::bytea, lo_get(${PgTypes.oid(staged ?? null)})) FROM message
             ), alias AS (
               UPDATE aliases SET storage_used_bytes = storage_used_bytes + ${size}, received_count = received_count + 1,
                      unread_count = unread_count + 1, last_received_at = ${at}
@@ -200,6 +222,49 @@ export class Mailstore extends Context.Service<Mailstore, {
         }
         return accepted as ReadonlyArray<Accepted>
       })
+
+    /**
+     * Writes each big raw message into a large object, a piece per statement, inside the
+     * batch's transaction (a rollback takes it away); the insert copies it into message_raw
+     * with lo_get and the large object is dropped before commit.
+     */
+    const stageLarge = (batch: ReadonlyArray<Pending>) =>
+      Effect.gen(function*() {
+        const staged = new Map<Pending, number>()
+        for (const p of batch) {
+          if (p.raw.whole !== null) continue
+          const [created] = yield* sql<{ oid: number }>`SELECT lo_create(0) AS oid`
+          const oid = created!.oid
+          let offset = 0
+          let piece: Array<Uint8Array> = []
+          let pieceBytes = 0
+          const flush = Effect.suspend(() => {
+            if (pieceBytes === 0) return Effect.void
+            const bytes = piece.length === 1 ? piece[0]! : Buffer.concat(piece, pieceBytes)
+            const at = offset
+            offset += pieceBytes
+            piece = []
+            pieceBytes = 0
+            return sql`SELECT lo_put(${PgTypes.oid(oid)}, ${at}, ${bytes})`.pipe(Effect.asVoid)
+          })
+          for (const chunk of p.raw.pieces) {
+            for (let start = 0; start < chunk.byteLength;) {
+              const take = Math.min(chunk.byteLength - start, RawPieceBytes - pieceBytes)
+              piece.push(chunk.subarray(start, start + take))
+              pieceBytes += take
+              start += take
+              if (pieceBytes === RawPieceBytes) yield* flush
+            }
+          }
+          yield* flush
+          staged.set(p, oid)
+        }
+        return staged as ReadonlyMap<Pending, number>
+      })
+    const unlinkStaged = (staged: ReadonlyMap<Pending, number>) =>
+      staged.size === 0
+        ? Effect.void
+        : sql`SELECT lo_unlink(o) FROM unnest(${PgTypes.array([...staged.values()], PgTypes.OID.oid).pipe(Result.getOrThrow)}) AS o`.pipe(Effect.asVoid)
 
     interface AccountQuota {
       readonly storageUsedBytes: number
@@ -226,8 +291,8 @@ export class Mailstore extends Context.Service<Mailstore, {
       for (const p of batch) {
         for (const delivery of p.input.deliveries) {
           const quota = quotas.get(delivery.accountId)
-          if (quota === undefined || p.input.raw.byteLength > quota.plan.storageQuotaBytes) return false
-          adding.set(delivery.accountId, (adding.get(delivery.accountId) ?? 0) + p.input.raw.byteLength)
+          if (quota === undefined || p.raw.size > quota.plan.storageQuotaBytes) return false
+          adding.set(delivery.accountId, (adding.get(delivery.accountId) ?? 0) + p.raw.size)
         }
       }
       for (const [accountId, bytes] of adding) {
@@ -257,10 +322,11 @@ export class Mailstore extends Context.Service<Mailstore, {
      */
     const acceptSet = (batch: ReadonlyArray<Pending>, accountIds: ReadonlyArray<number>, at: Date) =>
       Effect.gen(function*() {
+        const staged = yield* stageLarge(batch)
         const rows = batch.flatMap((p, n) => p.input.deliveries.map((delivery) => {
           const plan = knownPlans.get(delivery.accountId)!
           const retentionDays = p.input.source === "test" ? TestMessageRetentionDays : plan.retentionDays
-          return { n: n + 1, delivery, input: p.input, expiresAt: new Date(at.getTime() + retentionDays * dayMs) }
+          return { n: n + 1, delivery, input: p.input, size: p.raw.size, expiresAt: new Date(at.getTime() + retentionDays * dayMs) }
         }))
         const [answer] = yield* sql<{ ids: ReadonlyArray<readonly [number, number]> | null; accounts: ReadonlyArray<LockedAccount> | null }>`
           WITH locked AS (
@@ -273,7 +339,7 @@ export class Mailstore extends Context.Service<Mailstore, {
                                  ${rows.map((r) => r.input.source)}::text[], ${rows.map((r) => r.delivery.recipient)}::text[],
                                  ${nullableText(rows.map((r) => r.input.envelopeFrom))}, ${nullableText(rows.map((r) => r.input.clientAddress))},
                                  ${nullableText(rows.map((r) => r.input.clientHelo))}, ${rows.map((r) => r.expiresAt)}::timestamptz[],
-                                 ${rows.map((r) => r.input.raw.byteLength)}::int4[])
+                                 ${rows.map((r) => r.size)}::int4[])
               AS i(ord, n, account_id, alias_id, source, recipient, envelope_from, client_address, client_helo, expires_at, size_bytes)
           ), ids AS (
             -- every account locked first (the count reads them all), so batches never deadlock
@@ -289,8 +355,10 @@ export class Mailstore extends Context.Service<Mailstore, {
             RETURNING account_id, alias_id, size_bytes
           ), raw AS (
             INSERT INTO message_raw (message_id, raw)
-            SELECT ids.id, r.raw FROM input i JOIN ids USING (ord)
-            JOIN unnest(${batch.map((p) => p.input.raw)}::bytea[]) WITH ORDINALITY AS r(raw, n) ON r.n = i.n
+            SELECT ids.id, coalesce(r.raw, lo_get(r.staged)) FROM input i JOIN ids USING (ord)
+            JOIN unnest(${PgTypes.array(batch.map((p) => p.raw.whole), PgTypes.OID.bytea).pipe(Result.getOrThrow)},
+                        ${PgTypes.array(batch.map((p) => staged.get(p) ?? null), PgTypes.OID.oid).pipe(Result.getOrThrow)})
+              WITH ORDINALITY AS r(raw, staged, n) ON r.n = i.n
           ), alias AS (
             UPDATE aliases al SET storage_used_bytes = al.storage_used_bytes + s.bytes, received_count = al.received_count + s.count,
                    unread_count = al.unread_count + s.count, last_received_at = ${at}
@@ -304,6 +372,7 @@ export class Mailstore extends Context.Service<Mailstore, {
           SELECT (SELECT json_agg(json_build_array(ord, id)) FROM ids) AS ids,
                  (SELECT json_agg(json_build_object('id', id, 'used', used, 'entitlements', entitlements, 'overrides', overrides)) FROM locked) AS accounts,
                  (SELECT count(*) FROM pg_notify(${PipelineChannel}, '')) AS notified`
+        yield* unlinkStaged(staged)
         const locked = answer?.accounts ?? []
         const quotas = new Map(locked.map((a) => [a.id, quotaOf(a)]))
         const assumed = accountIds.every((id) => knownPlans.get(id)?.retentionDays === quotas.get(id)?.plan.retentionDays)
@@ -330,6 +399,7 @@ export class Mailstore extends Context.Service<Mailstore, {
      */
     interface Pending {
       readonly input: AcceptInput
+      readonly raw: RawBytes
       readonly done: Deferred.Deferred<ReadonlyArray<Accepted>, OverQuota>
     }
     const pending = yield* Queue.unbounded<Pending>()
@@ -345,7 +415,9 @@ export class Mailstore extends Context.Service<Mailstore, {
           FROM accounts a JOIN plans p ON p.code = a.plan
           WHERE a.id IN ${sql.in(accountIds)} ORDER BY a.id FOR NO KEY UPDATE OF a`
         for (const a of accounts) knownPlans.set(a.id, quotaOf(a).plan)
-        const results = yield* Effect.forEach(batch, (p) => sql.withTransaction(acceptOne(p.input, at)).pipe(Effect.result))
+        const staged = yield* stageLarge(batch)
+        const results = yield* Effect.forEach(batch, (p) => sql.withTransaction(acceptOne(p.input, p.raw, staged.get(p), at)).pipe(Effect.result))
+        yield* unlinkStaged(staged)
         yield* sql`SELECT pg_notify(${PipelineChannel}, '')`
         return results
       }))
@@ -377,7 +449,7 @@ export class Mailstore extends Context.Service<Mailstore, {
 
     const accept = Effect.fn("Mailstore.accept")(function*(input: AcceptInput) {
       const done = yield* Deferred.make<ReadonlyArray<Accepted>, OverQuota>()
-      yield* Queue.offer(pending, { input, done })
+      yield* Queue.offer(pending, { input, raw: rawBytes(input.raw), done })
       return yield* Deferred.await(done)
     })
 
