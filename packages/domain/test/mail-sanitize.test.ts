@@ -249,3 +249,26 @@ describe("makeSnippet", () => {
     expect(makeSnippet("word ".repeat(100)).length).toBeLessThanOrEqual(200)
   })
 })
+
+/** The definition of a snippet: collapse the whole text, then cut (as makeSnippet did before it read a window). */
+const snippetOfWhole = (text: string, max: number) => {
+  const line = text.replace(/\u00ad|\u200b|\u200d|\ufeff/g, "").replace(/\s+/g, " ").trim()
+  if (line.length <= max) return line
+  if (max <= 1) return line.slice(0, max)
+  const room = line.slice(0, max - 1)
+  const lastSpace = room.lastIndexOf(" ")
+  return `${(lastSpace > (max - 1) / 2 ? room.slice(0, lastSpace) : room).trimEnd()}…`
+}
+
+describe("makeSnippet on a long text", () => {
+  it("reads only the start of a long text and cuts it as it would cut the whole text", () => {
+    const cases = [
+      `${" \n".repeat(3000)}Your code is 482913. ${"word ".repeat(200_000)}`,
+      `${"\u200b".repeat(5000)}${"a".repeat(300)} tail`,
+      `Hello${" ".repeat(1019)}world ${"x".repeat(5000)}`,
+      `${"short words here ".repeat(60)}${" ".repeat(10_000)}`,
+      `${"é ".repeat(3000)}`
+    ]
+    for (const text of cases) for (const max of [1, 2, 20, 200]) expect(makeSnippet(text, max)).toBe(snippetOfWhole(text, max))
+  })
+})

@@ -101,12 +101,11 @@ export const makeSmtpServer = Effect.fnUntraced(function*(options: SmtpOptions) 
         if (bareLf) return callback(smtpError(550, "5.6.11 Bare LF line endings are not accepted; use CRLF"))
         const deliveries = deliveriesOf(session)
         if (deliveries.length === 0) return callback(smtpError(554, "5.5.1 No valid recipients"))
-        const raw = Buffer.concat(chunks)
-        chunks.length = 0
         const from = session.envelope.mailFrom
         run(mailstore.accept({
           deliveries,
-          raw,
+          // The pieces as received: the store joins a small message and streams a big one.
+          raw: chunks,
           source: "smtp",
           envelopeFrom: from === false ? null : from.address,
           clientAddress: session.remoteAddress,

@@ -322,6 +322,22 @@ describe("one stored message per accepted alias", () => {
 })
 
 describe("DATA", () => {
+  it("stores a big message (streamed to PostgreSQL in pieces) byte for byte, with its counters, and leaves no staging behind", async () => {
+    const alias = await claim()
+    const head = Buffer.from(`From: sender@example.org\r\nTo: ${alias.address}\r\nSubject: big\r\n\r\n`)
+    // 60,000 distinct numbered lines (about 4.6 MB): a piece out of order or lost would show.
+    const body = Buffer.from(Array.from({ length: 60_000 }, (_, i) => `line ${String(i).padStart(6, "0")} ${"abcdefghij".repeat(6)}\r\n`).join(""))
+    const raw = Buffer.concat([head, body])
+    const usedBefore = await accountUsed()
+    expect((await deliver([alias.address], raw)).data?.code).toBe(250)
+    const [stored] = await storedFor(alias.id)
+    expect(stored!.size_bytes).toBe(raw.byteLength)
+    const [row] = await h.query<{ raw: Buffer }>("SELECT raw FROM message_raw WHERE message_id = $1", [stored!.id])
+    expect(Buffer.compare(row!.raw, raw)).toBe(0)
+    expect(await accountUsed()).toBe(usedBefore + raw.byteLength)
+    expect(Number((await h.query<{ n: string }>("SELECT count(*) AS n FROM pg_largeobject_metadata"))[0]!.n)).toBe(0)
+  })
+
   it("accepts an SMTPUTF8 envelope and 8-bit UTF-8 headers", async () => {
     const alias = await claim()
     const raw = mail({ to: alias.address, subject: "Grüße, 日本", from: "Jürgen <jürgen@bücher.example>" })
@@ -455,5 +471,23 @@ describe("counters written with the message", () => {
     expect(detail.receivedAt).toBe(at.toISOString())
     expect(detail.expiresAt).toBe(new Date(at.getTime() + 90 * 86_400_000).toISOString())
     expect(detail.source).toBe("smtp")
+  })
+
+  it("expiresAt follows the plan the account has when the message arrives, also right after a plan change", async () => {
+    const who = await h.signup({ plan: "premium" })
+    const alias = await claim(who)
+    const expiryOf = async (subject: string) => {
+      expect((await deliver([alias.address], mail({ to: alias.address, subject }))).data?.code).toBe(250)
+      const [row] = await h.query<{ days: number }>(
+        "SELECT extract(epoch FROM expires_at - received_at)::float8 / 86400 AS days FROM messages WHERE alias_id = $1 ORDER BY id DESC LIMIT 1",
+        [alias.id]
+      )
+      return row!.days
+    }
+    expect(await expiryOf("premium: 30 days")).toBe(30)
+    await h.setPlan(who.accountId, "free")
+    expect(await expiryOf("free: 3 days")).toBe(3)
+    await h.setPlan(who.accountId, "pro")
+    expect(await expiryOf("pro: 90 days")).toBe(90)
   })
 })

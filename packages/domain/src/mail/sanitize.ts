@@ -146,7 +146,7 @@ export const messageText = (text: string | null, html: string | null): string =>
  * characters (the ellipsis included).
  */
 export const makeSnippet = (text: string, max = 200): string => {
-  const line = removeInvisibleCharacters(text).replace(/\s+/g, " ").trim()
+  const line = snippetLine(text, max)
   if (line.length <= max) return line
   if (max <= 1) return line.slice(0, Math.max(0, max))
   const room = line.slice(0, max - 1)
@@ -154,6 +154,23 @@ export const makeSnippet = (text: string, max = 200): string => {
   // A word longer than half the room (a URL, a token) is cut rather than dropped entirely.
   const cut = lastSpace > (max - 1) / 2 ? room.slice(0, lastSpace) : room
   return `${dropLoneHighSurrogate(cut).trimEnd()}…`
+}
+
+/** Invisible characters dropped, whitespace runs collapsed to one space, leading space trimmed. */
+const collapseSpaces = (text: string): string => removeInvisibleCharacters(text).replace(/\s+/g, " ").trimStart()
+
+/**
+ * The start of the collapsed text, long enough to cut a snippet of `max` from: a growing window
+ * of the text is read until it gives more than `max + 1` characters (collapsing is the same on a
+ * prefix, up to its last character), so a 15 MB body is not rewritten whole to keep 200
+ * characters of it. The whole text, trimmed at both ends, when it is shorter than that.
+ */
+const snippetLine = (text: string, max: number): string => {
+  for (let window = Math.max(1024, max * 4); window < text.length; window *= 4) {
+    const head = collapseSpaces(text.slice(0, window))
+    if (head.length > max + 1) return head
+  }
+  return collapseSpaces(text).trimEnd()
 }
 
 const dropLoneHighSurrogate = (text: string): string => (/[\ud800-\udbff]$/.test(text) ? text.slice(0, -1) : text)
