@@ -9,25 +9,23 @@ CREATE FUNCTION burnbox_notify_accounts(ids text) RETURNS void LANGUAGE sql AS $
   WHERE ids IS NOT NULL
 $$;
 
-CREATE FUNCTION burnbox_accounts_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+-- Inserted, updated or deleted rows of accounts (by id) or aliases (by account_id).
+CREATE FUNCTION burnbox_rows_changed() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-  PERFORM burnbox_notify_accounts((SELECT string_agg(DISTINCT id::text, ',') FROM changed_rows));
+  IF TG_TABLE_NAME = 'accounts' THEN
+    PERFORM burnbox_notify_accounts((SELECT string_agg(DISTINCT id::text, ',') FROM changed_rows));
+  ELSE
+    PERFORM burnbox_notify_accounts((SELECT string_agg(DISTINCT account_id::text, ',') FROM changed_rows));
+  END IF;
   RETURN NULL;
 END
 $$;
 
 CREATE TRIGGER accounts_changed AFTER UPDATE ON accounts
-  REFERENCING NEW TABLE AS changed_rows FOR EACH STATEMENT EXECUTE FUNCTION burnbox_accounts_changed();
+  REFERENCING NEW TABLE AS changed_rows FOR EACH STATEMENT EXECUTE FUNCTION burnbox_rows_changed();
 
 -- Aliases: inserted or deleted rows, and updates that change a status (counters such as
 -- rejected_count or the alias's storage do not show in an account snapshot).
-CREATE FUNCTION burnbox_aliases_counted() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-  PERFORM burnbox_notify_accounts((SELECT string_agg(DISTINCT account_id::text, ',') FROM changed_rows));
-  RETURN NULL;
-END
-$$;
-
 CREATE FUNCTION burnbox_aliases_status_changed() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   PERFORM burnbox_notify_accounts((
@@ -39,9 +37,9 @@ END
 $$;
 
 CREATE TRIGGER aliases_inserted AFTER INSERT ON aliases
-  REFERENCING NEW TABLE AS changed_rows FOR EACH STATEMENT EXECUTE FUNCTION burnbox_aliases_counted();
+  REFERENCING NEW TABLE AS changed_rows FOR EACH STATEMENT EXECUTE FUNCTION burnbox_rows_changed();
 CREATE TRIGGER aliases_deleted AFTER DELETE ON aliases
-  REFERENCING OLD TABLE AS changed_rows FOR EACH STATEMENT EXECUTE FUNCTION burnbox_aliases_counted();
+  REFERENCING OLD TABLE AS changed_rows FOR EACH STATEMENT EXECUTE FUNCTION burnbox_rows_changed();
 CREATE TRIGGER aliases_status_changed AFTER UPDATE ON aliases
   REFERENCING NEW TABLE AS new_rows OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION burnbox_aliases_status_changed();
 
