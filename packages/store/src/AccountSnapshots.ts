@@ -53,16 +53,10 @@ export class AccountSnapshots extends Context.Service<AccountSnapshots, {
       if (generations.size > 100_000) generations.clear()
     }
 
-    const peek = (id: number, atMs: number) => {
-      const snapshot = listening ? snapshots.get(id) : undefined
-      return snapshot !== undefined && atMs - snapshot.loadedAt < SnapshotMaxAgeMs ? snapshot.row : undefined
-    }
-
-    const get = (id: number) =>
+    /** Reads the account and keeps it, unless it was forgotten meanwhile. */
+    const load = (id: number) =>
       Effect.gen(function*() {
         const at = (yield* now).getTime()
-        const fresh = peek(id, at)
-        if (fresh !== undefined) return fresh
         const generation = generations.get(id) ?? 0
         const row = yield* accounts.get(id)
         if (row !== undefined && listening && (generations.get(id) ?? 0) === generation) {
@@ -70,6 +64,33 @@ export class AccountSnapshots extends Context.Service<AccountSnapshots, {
           snapshots.set(id, { row, loadedAt: at })
         }
         return row
+      })
+
+    // A snapshot past half its age is read again in the background, so a busy account's reads
+    // never all wait for the database at once when it expires.
+    const services = yield* Effect.context<Accounts>()
+    const refreshing = new Set<number>()
+    const refreshAhead = (id: number) => {
+      if (refreshing.has(id)) return
+      refreshing.add(id)
+      Effect.runForkWith(services)(load(id).pipe(
+        Effect.ensuring(Effect.sync(() => refreshing.delete(id)))
+      ))
+    }
+
+    const peek = (id: number, atMs: number) => {
+      const snapshot = listening ? snapshots.get(id) : undefined
+      if (snapshot === undefined) return undefined
+      const age = atMs - snapshot.loadedAt
+      if (age >= SnapshotMaxAgeMs) return undefined
+      if (age >= SnapshotMaxAgeMs / 2) refreshAhead(id)
+      return snapshot.row
+    }
+
+    const get = (id: number) =>
+      Effect.gen(function*() {
+        const fresh = peek(id, (yield* now).getTime())
+        return fresh !== undefined ? fresh : yield* load(id)
       })
 
     // Listen; when the connection fails, stop trusting snapshots until listening again.

@@ -1,4 +1,4 @@
-import { createHash, createHmac, createSecretKey, randomBytes, timingSafeEqual } from "node:crypto"
+import { createHmac, createSecretKey, hash, randomBytes, timingSafeEqual } from "node:crypto"
 import { Context, Effect, Layer, Redacted } from "effect"
 import { BurnboxConfig } from "./Config.ts"
 
@@ -38,7 +38,7 @@ export class Keyring extends Context.Service<Keyring, {
 }
 
 /** An unkeyed SHA-256, for in-memory lookups only (never stored). */
-export const fingerprint = (value: string): string => createHash("sha256").update(value).digest("base64")
+export const fingerprint = (value: string): string => hash("sha256", value, "base64")
 
 /** A fresh random secret, URL-safe. */
 export const randomSecret = (bytes = 32): string => randomBytes(bytes).toString("base64url")
