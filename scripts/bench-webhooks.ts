@@ -32,13 +32,15 @@
  * BENCH_QUIET_WAIT_SECONDS (how long to wait for other benchmarks to end, 900),
  * BENCH_LOG_DIR.
  */
+import { rmSync } from "node:fs"
 import { createRequire } from "node:module"
 import { availableParallelism, cpus } from "node:os"
 import { join } from "node:path"
 import { Burnbox, root, sampleWaits, Session, waitsByStatementText, waitsText } from "./lib/burnbox.ts"
 import { cpuShare, cpuSnapshot, distribution, type Distribution, envInt, epochMs, fmt, loadAverage, median, serverCpuCell, sleep, table } from "./lib/common.ts"
 import { interferenceNote, waitForQuietMachine } from "./lib/quiet.ts"
-import { type Arrival, eventIds, makeCertificates, startReceiver, summarizeProfile } from "./lib/receiver.ts"
+import { makeTestCertificates } from "@burnbox/testkit/Receiver"
+import { type Arrival, eventIds, startReceiver, summarizeProfile } from "./lib/receiver.ts"
 import { countsText, type Delivery, messageFactory, runSmtpLoad, SmtpConnection } from "./lib/smtp.ts"
 
 const session = new Session("bench:webhooks")
@@ -81,8 +83,8 @@ const main = async (): Promise<number> => {
   out(`# bench-webhooks: deliveries/s and SMTP 250 -> webhook latency`)
   out(`machine: ${availableParallelism()} cores (${cpus()[0]?.model ?? "?"}), Node ${process.version}, load average ${loadAverage()}`)
 
-  const certDir = session.tempDir("burnbox-bench-webhooks-ca-")
-  const certificates = makeCertificates(certDir)
+  const certificates = makeTestCertificates()
+  session.onCleanup(() => rmSync(certificates.dir, { recursive: true, force: true }))
   const receiver = await startReceiver(certificates, 5)
   session.onCleanup(() => receiver.close())
   const profileDir = profile ? session.tempDir("burnbox-bench-webhooks-prof-") : undefined

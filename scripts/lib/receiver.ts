@@ -1,44 +1,20 @@
 /**
- * A webhook receiver for bench-webhooks.ts: a test CA and a leaf certificate for 127.0.0.1
- * made with `openssl` (as packages/testkit/src/Receiver.ts makes them), and a `node:https`
- * server on 127.0.0.1 that answers 200 at once and records when each request arrived.
+ * A webhook receiver for bench-webhooks.ts: a `node:https` server on 127.0.0.1, with the
+ * testkit's CA and leaf certificate (makeTestCertificates), that answers 200 at once and
+ * records when each request arrived.
  * Also: event ids as the outbox wants them (`evt_` + a 26-character Crockford ULID), and a
  * summary of a V8 CPU profile.
  */
-import { execFileSync } from "node:child_process"
 import { randomBytes } from "node:crypto"
-import { readdirSync, readFileSync, writeFileSync } from "node:fs"
+import { readdirSync, readFileSync } from "node:fs"
 import type { IncomingHttpHeaders } from "node:http"
 import { createServer, type Server } from "node:https"
 import { join } from "node:path"
+import type { TestCertificates } from "@burnbox/testkit/Receiver"
 import { epochMs } from "./common.ts"
 
-export interface Certificates {
-  readonly caFile: string
-  readonly keyPem: string
-  readonly certPem: string
-}
-
-/** An EC P-256 CA and a leaf for 127.0.0.1 and localhost, valid two days, in `dir`. */
-export const makeCertificates = (dir: string): Certificates => {
-  const at = (file: string) => join(dir, file)
-  const openssl = (args: ReadonlyArray<string>) => execFileSync("openssl", args, { stdio: "pipe", timeout: 30_000 })
-  openssl([
-    "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2",
-    "-subj", "/CN=burnbox bench CA", "-keyout", at("ca.key"), "-out", at("ca.pem"),
-    "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign"
-  ])
-  openssl([
-    "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-    "-subj", "/CN=burnbox bench receiver", "-keyout", at("leaf.key"), "-out", at("leaf.csr")
-  ])
-  writeFileSync(at("leaf.ext"), "basicConstraints=CA:FALSE\nkeyUsage=digitalSignature\nextendedKeyUsage=serverAuth\nsubjectAltName=IP:127.0.0.1,DNS:localhost\n")
-  openssl([
-    "x509", "-req", "-in", at("leaf.csr"), "-CA", at("ca.pem"), "-CAkey", at("ca.key"), "-CAcreateserial",
-    "-days", "2", "-extfile", at("leaf.ext"), "-out", at("leaf.pem")
-  ])
-  return { caFile: at("ca.pem"), keyPem: readFileSync(at("leaf.key"), "utf8"), certPem: readFileSync(at("leaf.pem"), "utf8") }
-}
+/** The receiver's TLS material: the testkit's CA and leaf for 127.0.0.1 (one place makes them). */
+export type Certificates = Pick<TestCertificates, "caFile" | "keyPem" | "certPem">
 
 export interface Arrival {
   /** epoch ms when the whole request body had arrived */
