@@ -4,7 +4,7 @@
  * with BURNBOX_SECRET and bound to its filters, and a `total` of exactly the filtered set.
  */
 import { type MessageSummary, ValidationFailed } from "@burnbox/domain"
-import { parseSearchQuery, type SearchTerm } from "@burnbox/domain/search/index"
+import { parseSearchQuery, type SearchQuery, type SearchTerm } from "@burnbox/domain/search/index"
 import { Effect, Result } from "effect"
 import type { SqlClient, Statement } from "effect/sql"
 import type { Keyring } from "./Keyring.ts"
@@ -53,18 +53,7 @@ export const decodeCursor = (keyring: Keyring["Service"], filters: ListFilters, 
   }
 }
 
-/**
- * The views whose `total` `mailbox_counts` keeps (migration 0007), or undefined when the filters
- * narrow the set further and the rows must be counted. It mirrors `listConditions`: a filter
- * that starts narrowing there must count here.
- */
-export const countedView = (filters: ListFilters): "mailbox" | "archive" | "trash" | undefined => {
-  const narrowing = [filters.alias, filters.domain, filters.unread, filters.hasAttachment, filters.starred, filters.pinned,
-    filters.tag, filters.dateFrom, filters.dateTo]
-  if (narrowing.some((f) => f !== undefined) || (filters.q !== undefined && filters.q.trim() !== "")) return undefined
-  if (bool(filters.trashed) ?? false) return "trash"
-  return (bool(filters.archived) ?? false) ? "archive" : "mailbox"
-}
+export type CountedView = "mailbox" | "archive" | "trash"
 
 const likePattern = (value: string) => `%${value.replace(/[\\%_]/g, "\\$&")}%`
 
@@ -75,24 +64,29 @@ const bool = (value: "true" | "false" | undefined) => (value === undefined ? und
  * `messages`: a search of the mailbox (not the trash) with at least one word to find and no
  * filter on a column only `messages` has (from:, to:, subject:).
  */
-export const searchesIndex = (filters: ListFilters): boolean => {
-  if ((bool(filters.trashed) ?? false) || filters.q === undefined || filters.q.trim() === "") return false
-  const parsed = parseSearchQuery(filters.q)
-  if (Result.isFailure(parsed)) return false
-  const query = parsed.success
-  return query.terms.some((t) => !t.negated) && query.from.length === 0 && query.to.length === 0 && query.subject.length === 0
-}
+const searchesIndex = (query: SearchQuery | undefined, trashed: boolean): boolean =>
+  query !== undefined && !trashed && query.terms.some((t) => !t.negated) &&
+  query.from.length === 0 && query.to.length === 0 && query.subject.length === 0
 
 /**
- * The SQL conditions of the filters (without the cursor), or the 422 of a bad `q`. They read
- * one row `m` alone: reader state and the alias's domain are tested with EXISTS, so the count
- * for `total` needs no join, and the page query joins only for its columns. `m` is `messages`,
- * or with `source` "index" `message_search`, which has the same names for what the conditions
- * read (when `searchesIndex`), holds only mail outside the trash, and words within the account.
+ * The SQL conditions of the filters (without the cursor), or the 422 of a bad `q`, and whether
+ * they read the search index. They read one row `m` alone: reader state and the alias's domain
+ * are tested with EXISTS, so the count for `total` needs no join, and the page query joins only
+ * for its columns. `m` is `messages`, or when `indexed` `message_search`, which has the same
+ * names for what the conditions read, holds only mail outside the trash, and words within the
+ * account.
  */
-export const listConditions = (sql: SqlClient.SqlClient, accountId: number, filters: ListFilters, source: "messages" | "index" = "messages") =>
+export const listConditions = (sql: SqlClient.SqlClient, accountId: number, filters: ListFilters) =>
   Effect.gen(function*() {
     const trashed = bool(filters.trashed) ?? false
+    let query: SearchQuery | undefined
+    if (filters.q !== undefined && filters.q.trim() !== "") {
+      const parsed = parseSearchQuery(filters.q)
+      if (Result.isFailure(parsed)) return yield* Effect.fail(ValidationFailed.withFields({ q: "invalid_query" }, parsed.failure.message))
+      query = parsed.success
+    }
+    const indexed = searchesIndex(query, trashed)
+    const source = indexed ? "index" : "messages"
     /** The reader's own mark: `value` true needs a state row with it set; false, none with it set. */
     const mark = (column: "archived" | "is_read" | "starred" | "pinned", value: boolean) => {
       const marked = sql`EXISTS (SELECT 1 FROM message_states s WHERE s.message_id = m.id AND s.account_id = ${accountId} AND s.${sql.literal(column)})`
@@ -110,6 +104,8 @@ export const listConditions = (sql: SqlClient.SqlClient, accountId: number, filt
         ? sql`m.id NOT IN (SELECT s.message_id FROM message_states s WHERE s.account_id = ${accountId} AND s.archived)`
         : mark("archived", archived))
     }
+    // Beyond this point every condition narrows the view below what mailbox_counts keeps.
+    const viewConditions = conditions.length
     if (filters.alias !== undefined) conditions.push(sql`m.alias_id = ${filters.alias}`)
     if (filters.domain !== undefined) {
       conditions.push(sql`EXISTS (
@@ -128,10 +124,7 @@ export const listConditions = (sql: SqlClient.SqlClient, accountId: number, filt
     }
     if (filters.dateFrom !== undefined) conditions.push(sql`m.received_at >= ${new Date(filters.dateFrom)}`)
     if (filters.dateTo !== undefined) conditions.push(sql`m.received_at <= ${new Date(filters.dateTo)}`)
-    if (filters.q !== undefined && filters.q.trim() !== "") {
-      const parsed = parseSearchQuery(filters.q)
-      if (Result.isFailure(parsed)) return yield* Effect.fail(ValidationFailed.withFields({ q: "invalid_query" }, parsed.failure.message))
-      const query = parsed.success
+    if (query !== undefined) {
       const senderText = sql`(coalesce(m.sender_name, '') || ' ' || m.sender_address)`
       // The search index writes its words within the account (migration 0010).
       const words = (tsquery: Statement.Fragment) =>
@@ -160,7 +153,9 @@ export const listConditions = (sql: SqlClient.SqlClient, accountId: number, filt
       if (query.before !== undefined) conditions.push(sql`m.received_at < ${new Date(`${query.before}T00:00:00Z`)}`)
       if (query.after !== undefined) conditions.push(sql`m.received_at >= ${new Date(`${query.after}T00:00:00Z`)}`)
     }
-    return sql.and(conditions)
+    /** The view whose `total` mailbox_counts keeps (migration 0007), when nothing narrows it further. */
+    const counted: CountedView | undefined = conditions.length > viewConditions ? undefined : trashed ? "trash" : archived ? "archive" : "mailbox"
+    return { where: sql.and(conditions), indexed, counted }
   })
 
 export type { MessageSummary }

@@ -4,7 +4,7 @@ import { UNKNOWN_SENDER_ADDRESS } from "@burnbox/domain/mail/index"
 import { Context, Effect, Layer } from "effect"
 import { SqlClient, type Statement } from "effect/sql"
 import { Keyring } from "./Keyring.ts"
-import { countedView, decodeCursor, encodeCursor, type ListFilters, listConditions, searchesIndex } from "./MessageList.ts"
+import { type CountedView, decodeCursor, encodeCursor, type ListFilters, listConditions } from "./MessageList.ts"
 
 interface DetailRow {
   id: number
@@ -106,9 +106,8 @@ export class Messages extends Context.Service<Messages, {
      * `total`: the search index counted for a search; the counts kept in mailbox_counts for the
      * plain mailbox, archive and trash; else the messages counted.
      */
-    const totalOf = (accountId: number, filters: ListFilters, where: Statement.Fragment, indexed: boolean) => {
+    const totalOf = (accountId: number, where: Statement.Fragment, indexed: boolean, view: CountedView | undefined) => {
       if (indexed) return sql<{ total: number }>`SELECT count(*)::int AS total FROM message_search m WHERE ${where}`.unprepared
-      const view = countedView(filters)
       if (view === undefined) return sql<{ total: number }>`SELECT count(*)::int AS total FROM messages m WHERE ${where}`
       const kept = view === "mailbox" ? sql`in_mailbox - archived` : view === "archive" ? sql`archived` : sql`trashed`
       return sql<{ total: number }>`SELECT coalesce((SELECT ${kept} FROM mailbox_counts WHERE account_id = ${accountId}), 0) AS total`
@@ -116,8 +115,7 @@ export class Messages extends Context.Service<Messages, {
 
     const list = Effect.fn("Messages.list")(function*(accountId: number, filters: ListFilters & { readonly cursor?: string; readonly limit?: number }) {
       const { cursor, limit = 50, ...rest } = filters
-      const indexed = searchesIndex(rest)
-      const where = yield* listConditions(sql, accountId, rest, indexed ? "index" : "messages")
+      const { where, indexed, counted: view } = yield* listConditions(sql, accountId, rest)
       const newest = (rest.sort ?? "newest") === "newest"
       let position: { receivedAt: string; id: number } | undefined
       if (cursor !== undefined) {
@@ -149,7 +147,7 @@ export class Messages extends Context.Service<Messages, {
             WHERE ${where} AND ${after}
             ORDER BY ${order}
             LIMIT ${limit + 1}`,
-        totalOf(accountId, rest, where, indexed)
+        totalOf(accountId, where, indexed, view)
       ], { concurrency: 2 }).pipe(Effect.orDie)
       const page = rows.slice(0, limit)
       const tags = yield* tagsOf(accountId, page.map((r) => r.id))
