@@ -24,6 +24,9 @@ export interface Decision {
   readonly retryAfter: number
 }
 
+/** The shared counter of one key in one window length. */
+const windowId = (key: string, window: Window) => `${key}:${window.seconds}`
+
 const windowStart = (at: number, seconds: number) => Math.floor(at / (seconds * 1000)) * seconds * 1000
 
 /** Picks the window the client should see from the counted states. */
@@ -147,7 +150,7 @@ export class RateLimiter extends Context.Service<RateLimiter, {
     }
 
     const countOne = Effect.fnUntraced(function*(key: string, window: Window, at: number) {
-      const id = `${key}:${window.seconds}`
+      const id = windowId(key, window)
       const start = windowStart(at, window.seconds)
       const lease = leaseFor(id, window, start)
       if (needsLease(lease)) yield* renew(id, lease, window, needsLease)
@@ -163,11 +166,14 @@ export class RateLimiter extends Context.Service<RateLimiter, {
       })
 
     const tryHit = (key: string, windows: ReadonlyArray<Window>, at: number): Decision | undefined => {
-      const starts = windows.map((w) => windowStart(at, w.seconds))
-      const held = windows.map((w, i) => leaseFor(`${key}:${w.seconds}`, w, starts[i]!))
-      if (held.some(needsLease)) return undefined
-      const decision = decide(held.map((lease, i) => countLocal(lease, windows[i]!, starts[i]!, at)))
-      held.forEach((lease, i) => prefetch(`${key}:${windows[i]!.seconds}`, lease, windows[i]!))
+      const held = windows.map((window) => {
+        const id = windowId(key, window)
+        const start = windowStart(at, window.seconds)
+        return { id, window, start, lease: leaseFor(id, window, start) }
+      })
+      if (held.some((h) => needsLease(h.lease))) return undefined
+      const decision = decide(held.map((h) => countLocal(h.lease, h.window, h.start, at)))
+      for (const h of held) prefetch(h.id, h.lease, h.window)
       return decision
     }
 
@@ -177,14 +183,14 @@ export class RateLimiter extends Context.Service<RateLimiter, {
         const starts = windows.map((w) => windowStart(at, w.seconds))
         const rows = yield* sql<{ key: string; count: number }>`
           SELECT key, count FROM rate_windows
-          WHERE (key, window_start) IN (SELECT k, s FROM jsonb_to_recordset(${JSON.stringify(windows.map((w, i) => ({ k: `${key}:${w.seconds}`, s: new Date(starts[i]!).toISOString() })))}::jsonb) AS x(k text, s timestamptz))`
+          WHERE (key, window_start) IN (SELECT k, s FROM jsonb_to_recordset(${JSON.stringify(windows.map((w, i) => ({ k: windowId(key, w), s: new Date(starts[i]!).toISOString() })))}::jsonb) AS x(k text, s timestamptz))`
           .pipe(Effect.orDie)
         const counts = new Map(rows.map((r) => [r.key, r.count]))
         // A peek reports the count the next request would have.
         return decide(windows.map((w, i) => ({
           limit: w.limit,
           seconds: w.seconds,
-          count: (counts.get(`${key}:${w.seconds}`) ?? 0) + 1,
+          count: (counts.get(windowId(key, w)) ?? 0) + 1,
           resetIn: Math.ceil((starts[i]! + w.seconds * 1000 - at) / 1000)
         })))
       })
