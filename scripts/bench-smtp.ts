@@ -13,8 +13,10 @@
  *    PostgreSQL) on a temp data dir; creates a pro account with raised limits and quota and a
  *    token, and claims an alias over the API (the recipient of the burnbox load); also
  *    BENCH_SPREAD_ACCOUNTS more accounts with one alias each, for a diagnostic row;
- * 3. starts smtp-sink and maildev on 127.0.0.1;
- * 4. table 1, the same generator for all three targets: this script's node:net SMTP client with
+ * 3. starts smtp-sink, maildev and smtp-server alone (scripts/lib/bare-smtp-server.ts: the SMTP
+ *    library burnbox is built on, with burnbox's options, storing nothing: the ceiling of that
+ *    library here) on 127.0.0.1;
+ * 4. table 1, the same generator for all four targets: this script's node:net SMTP client with
  *    50 persistent connections and PIPELINING (MAIL+RCPT+DATA in one write, then the body), each
  *    connection bound to its own loopback source address (127.0.0.2 ... 127.0.0.51: 50 sending
  *    hosts; burnbox allows 20 connections per client address), opened before the clock starts;
@@ -44,7 +46,7 @@ import { type ChildProcess } from "node:child_process"
 import { availableParallelism, cpus } from "node:os"
 import { Burnbox, type PgClient, sampleWaits, serviceSource, Session, waitsByStatementText, waitsText } from "./lib/burnbox.ts"
 import { cpuShare, cpuSnapshot, type CpuShare, envInt, fmt, freePorts, loadAverage, median, serverCpuCell, sleep, table } from "./lib/common.ts"
-import { countsText, findTools, type LoadResult, messageFactory, runSmtpLoad, runSmtpSource, startMaildev, startSmtpSink } from "./lib/smtp.ts"
+import { countsText, findTools, type LoadResult, messageFactory, runSmtpLoad, runSmtpSource, startBareSmtpServer, startMaildev, startSmtpSink } from "./lib/smtp.ts"
 
 const connections = envInt("BENCH_CONNECTIONS", 50, 1)
 const seconds = envInt("BENCH_SECONDS", 10, 1)
@@ -70,7 +72,7 @@ const overallTimeoutMs = 30 * 60_000
 const session = new Session("bench:smtp")
 const log = session.log
 
-type TargetName = "burnbox" | "maildev" | "smtp-sink"
+type TargetName = "burnbox" | "maildev" | "smtp-sink" | "smtp-server alone"
 
 interface Target {
   readonly name: TargetName
@@ -127,7 +129,7 @@ const main = async (): Promise<number> => {
   }
 
   // ---- references
-  const [sinkPort, maildevPort, maildevWebPort] = (await freePorts(3)) as [number, number, number]
+  const [sinkPort, maildevPort, maildevWebPort, barePort] = (await freePorts(4)) as [number, number, number, number]
   let sink: ChildProcess | undefined
   let maildev: ChildProcess | undefined
   if (tools.smtpSink !== undefined) {
@@ -138,7 +140,10 @@ const main = async (): Promise<number> => {
     maildev = await startMaildev(session, tools.maildev, maildevPort, maildevWebPort, session.tempDir("bench-smtp-maildev-"))
     log(`maildev (pid ${maildev.pid}) on 127.0.0.1:${maildevPort}`)
   }
-  const targets: Array<Target> = []
+  // smtp-server with nothing behind it: what the SMTP library burnbox must use can do here at all.
+  const bare = await startBareSmtpServer(session, barePort)
+  log(`smtp-server alone (pid ${bare.pid}) on 127.0.0.1:${barePort}`)
+  const targets: Array<Target> = [{ name: "smtp-server alone", port: barePort, pid: () => bare.pid, to: () => "x@y.test" }]
   if (sink !== undefined) targets.push({ name: "smtp-sink", port: sinkPort, pid: () => sink.pid, to: () => "x@y.test" })
   if (maildev !== undefined) targets.push({ name: "maildev", port: maildevPort, pid: () => maildev.pid, to: () => "x@y.test" })
   const burnboxTarget: Target = { name: "burnbox", port: burnbox.smtpPort, pid: () => burnbox.pid, to: recipient }
@@ -449,10 +454,13 @@ const main = async (): Promise<number> => {
   const sourceSink = rateOf(crossRows, "smtp-sink", "smtp-source -d")
   const sourceMaildev = rateOf(crossRows, "maildev", "smtp-source -d")
   const sourceBurnbox = rateOf(crossRows, "burnbox", "smtp-source -d")
+  const bareRate = rateOf(rows, "smtp-server alone", "node pipelined")
+  const sourceBare = rateOf(crossRows, "smtp-server alone", "smtp-source -d")
   out.push(table([`summary (median of ${rounds} round(s))`, "node pipelined, 50 conns", "smtp-source -d"], [
     ["burnbox", fmt(burnboxRate), `${fmt(sourceBurnbox)} (${Math.min(connections, burnboxPerAddress)} sessions)`],
     ["maildev 2.2.1", fmt(maildevRate), fmt(sourceMaildev)],
     ["smtp-sink (discards)", fmt(sinkRate), fmt(sourceSink)],
+    ["smtp-server alone (burnbox's library, discards)", fmt(bareRate), fmt(sourceBare)],
     ["ratio burnbox / maildev (same generator)", Number.isFinite(vsMaildev) ? `${vsMaildev.toFixed(2)}x` : "-", "-"],
     ["ratio burnbox / smtp-sink (same generator)", Number.isFinite(vsSink) ? `${vsSink.toFixed(3)}x` : "-", "-"]
   ]))
@@ -461,6 +469,11 @@ const main = async (): Promise<number> => {
       ? `generator check: on smtp-sink the node generator did ${fmt(sinkRate)} msg/s, smtp-source -d ${fmt(sourceSink)} msg/s: at least as fast, so it is not the limit`
       : `generator check: on smtp-sink the node generator did ${fmt(sinkRate)} msg/s, smtp-source -d ${fmt(sourceSink)} msg/s: the sink's ceiling is partly generator-bound, ` +
         `so the sink goal below is judged against the higher figure; burnbox (${fmt(burnboxRate)}) and maildev (${fmt(maildevRate)}) are far below what the generator can send`)
+  }
+  if (Number.isFinite(bareRate)) {
+    out.push(`the library's ceiling: smtp-server storing nothing did ${fmt(bareRate)} msg/s (node pipelined) = ${(bareRate / maildevRate).toFixed(2)}x maildev, ` +
+      `${(bareRate / sinkCeiling).toFixed(3)}x smtp-sink; with smtp-source -d ${fmt(sourceBare)} = ${(sourceBare / sourceSink).toFixed(3)}x smtp-sink. ` +
+      `${goalVsMaildev}x maildev is ${fmt(goalVsMaildev * maildevRate)} msg/s, ${goalVsSink}x smtp-sink ${fmt(goalVsSink * sinkCeiling)} msg/s.`)
   }
   out.push(`goal >= ${fmt(goalRate)} msg/s:   ${verdict(Number.isFinite(burnboxRate) ? burnboxRate >= goalRate : undefined)} (${fmt(burnboxRate)})`)
   out.push(`goal >= ${goalVsMaildev}x maildev:      ${verdict(Number.isFinite(vsMaildev) ? vsMaildev >= goalVsMaildev : undefined)} (${Number.isFinite(vsMaildev) ? vsMaildev.toFixed(2) + "x" : "maildev not measured"})`)

@@ -14,6 +14,7 @@ import { accessSync, constants, existsSync } from "node:fs"
 import { connect, type Socket } from "node:net"
 import { userInfo } from "node:os"
 import { delimiter, join } from "node:path"
+import { fileURLToPath } from "node:url"
 import { exited, sleep, waitForExit } from "./common.ts"
 import { type Session, smtpGreets } from "./burnbox.ts"
 
@@ -492,35 +493,31 @@ const waitGreeting = async (child: ChildProcess, port: number, name: string, tim
   }
 }
 
-/** Postfix smtp-sink on 127.0.0.1:port: accepts and discards everything (backlog 1000). */
-export const startSmtpSink = async (session: Session, bin: string, port: number): Promise<ChildProcess> => {
-  // As root smtp-sink must drop privileges to an unprivileged user: Postfix's own `postfix`.
-  const asRoot = userInfo().uid === 0 ? ["-u", "postfix"] : []
-  const child = session.spawn("smtp-sink", bin, [...asRoot, `127.0.0.1:${port}`, "1000"], { stdio: ["ignore", "ignore", "pipe"] })
+/** Spawns a reference SMTP server and waits for its greeting on 127.0.0.1:port. */
+const startReference = async (session: Session, name: string, command: string, args: ReadonlyArray<string>, port: number, timeoutMs: number): Promise<ChildProcess> => {
+  const child = session.spawn(name, command, args, { stdio: ["ignore", "ignore", "pipe"] })
   let stderr = ""
   child.stderr!.setEncoding("utf8").on("data", (chunk: string) => stderr += chunk)
   try {
-    await waitGreeting(child, port, "smtp-sink", 10_000)
+    await waitGreeting(child, port, name, timeoutMs)
   } catch (error) {
     throw new Error(`${error instanceof Error ? error.message : String(error)}: ${stderr.trim()}`, { cause: error })
   }
   return child
 }
 
+/** Postfix smtp-sink on 127.0.0.1:port: accepts and discards everything (backlog 1000). */
+export const startSmtpSink = (session: Session, bin: string, port: number): Promise<ChildProcess> =>
+  // As root smtp-sink must drop privileges to an unprivileged user: Postfix's own `postfix`.
+  startReference(session, "smtp-sink", bin, [...(userInfo().uid === 0 ? ["-u", "postfix"] : []), `127.0.0.1:${port}`, "1000"], port, 10_000)
+
+/** smtp-server alone (scripts/lib/bare-smtp-server.ts: burnbox's SMTP library, storing nothing) on 127.0.0.1. */
+export const startBareSmtpServer = (session: Session, port: number): Promise<ChildProcess> =>
+  startReference(session, "smtp-server alone", process.execPath, [fileURLToPath(new URL("./bare-smtp-server.ts", import.meta.url)), String(port)], port, 10_000)
+
 /** maildev on 127.0.0.1 (SMTP `port`, web `webPort`) storing mail under `dir`. */
-export const startMaildev = async (session: Session, bin: string, port: number, webPort: number, dir: string): Promise<ChildProcess> => {
-  const child = session.spawn("maildev", process.execPath, [bin, "--smtp", String(port), "--web", String(webPort), "--ip", "127.0.0.1", "--mail-directory", dir, "--silent"], {
-    stdio: ["ignore", "ignore", "pipe"]
-  })
-  let stderr = ""
-  child.stderr!.setEncoding("utf8").on("data", (chunk: string) => stderr += chunk)
-  try {
-    await waitGreeting(child, port, "maildev", 30_000)
-  } catch (error) {
-    throw new Error(`${error instanceof Error ? error.message : String(error)}: ${stderr.trim()}`, { cause: error })
-  }
-  return child
-}
+export const startMaildev = (session: Session, bin: string, port: number, webPort: number, dir: string): Promise<ChildProcess> =>
+  startReference(session, "maildev", process.execPath, [bin, "--smtp", String(port), "--web", String(webPort), "--ip", "127.0.0.1", "--mail-directory", dir, "--silent"], port, 30_000)
 
 export interface SourceRun {
   readonly seconds: number
