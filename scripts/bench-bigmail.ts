@@ -19,7 +19,10 @@
  *    rest (the usual shape of a big mail), "text" = a plain-text body of that size in
  *    900-character lines;
  * 4. prints baseline, peak (the largest sample and, if the reset worked, VmHWM), growth, the
- *    ratio of growth to the message size, RSS after, the timings, and whether growth <= 2x.
+ *    ratio of growth to the message size, RSS after, the timings, and whether growth <= 2x;
+ * 5. the reference: the same message to smtp-server alone (scripts/lib/bare-smtp-server.ts:
+ *    burnbox's SMTP library with its options, storing nothing), measured the same way: what
+ *    receiving alone costs.
  *
  * Environment: BIGMAIL_KINDS, BIGMAIL_BYTES, BENCH_LOG_DIR.
  */
@@ -27,8 +30,8 @@ import { randomBytes } from "node:crypto"
 import { writeFileSync } from "node:fs"
 import { availableParallelism, cpus } from "node:os"
 import { Burnbox, serviceSource, Session } from "./lib/burnbox.ts"
-import { envInt, epochMs, fmt, loadAverage, median, memoryOf, mib, sleep, table, waitFor } from "./lib/common.ts"
-import { SmtpConnection } from "./lib/smtp.ts"
+import { envInt, epochMs, fmt, freePorts, loadAverage, median, memoryOf, mib, sleep, table, waitFor } from "./lib/common.ts"
+import { SmtpConnection, startBareSmtpServer } from "./lib/smtp.ts"
 
 const limit = 15_728_640
 const bytes = envInt("BIGMAIL_BYTES", 15_728_000, 1_000)
@@ -123,6 +126,93 @@ interface Result {
   readonly peakProcessing: number
 }
 
+/** Sends one message over a new SMTP connection; answers the reply to its body. */
+const sendOver = async (port: number, to: string, data: Buffer): Promise<{ reply: string; sentAt: number; repliedAt: number }> => {
+  const c = await SmtpConnection.open(port, { timeoutMs: 120_000 })
+  c.write(`MAIL FROM:<big@bench.localhost> SIZE=${data.length}\r\nRCPT TO:<${to}>\r\nDATA\r\n`)
+  const replies = [await c.reply(), await c.reply(), await c.reply()]
+  if (replies[2]!.code !== 354) throw new Error(`envelope refused: ${replies.map((r) => `${r.code} ${r.text}`).join(" / ")}`)
+  c.write(data)
+  c.write(".\r\n")
+  const sentAt = epochMs()
+  const reply = await c.reply()
+  const repliedAt = epochMs()
+  await c.quit()
+  return { reply: `${reply.code} ${reply.text}`, sentAt, repliedAt }
+}
+
+/**
+ * Lets the process settle, then takes its baseline (median VmRSS over 1 s) and tries to reset
+ * the kernel's peak-RSS mark (VmHWM) with /proc/<pid>/clear_refs (not every kernel allows it).
+ */
+const settle = async (pid: number): Promise<{ baseline: number; hwmReset: boolean }> => {
+  await sleep(2_000)
+  const quiet: Array<number> = []
+  for (let i = 0; i < 20; i++) {
+    quiet.push(memoryOf(pid)?.rss ?? Number.NaN)
+    await sleep(50)
+  }
+  const baseline = median(quiet)
+  const hwmBefore = memoryOf(pid)?.hwm ?? Number.NaN
+  try {
+    writeFileSync(`/proc/${pid}/clear_refs`, "5")
+    const hwm = memoryOf(pid)?.hwm ?? Number.NaN
+    return { baseline, hwmReset: hwm < hwmBefore || hwm <= baseline * 1.05 }
+  } catch {
+    return { baseline, hwmReset: false }
+  }
+}
+
+type Phase = "receiving" | "processing" | "after"
+/** Samples VmRSS of `pid` every few ms until stopped: the largest sample, and the largest of each phase (set `phase`). */
+const sampleRss = (pid: number, baseline: number) => {
+  const state = {
+    phase: "receiving" as Phase,
+    peak: baseline,
+    peakAt: "baseline",
+    samples: 0,
+    peakBy: { receiving: baseline, processing: baseline, after: baseline } as Record<Phase, number>,
+    stop: () => clearInterval(timer)
+  }
+  const timer = setInterval(() => {
+    const rss = memoryOf(pid)?.rss
+    if (rss === undefined || !Number.isFinite(rss)) return
+    state.samples++
+    state.peakBy[state.phase] = Math.max(state.peakBy[state.phase], rss)
+    if (rss > state.peak) {
+      state.peak = rss
+      state.peakAt = state.phase
+    }
+  }, sampleEveryMs)
+  return state
+}
+
+/**
+ * The reference: smtp-server alone (scripts/lib/bare-smtp-server.ts, burnbox's SMTP library with
+ * its options, reading each message to its end and storing nothing) receiving the same message,
+ * measured the same way. Its growth is what receiving costs before anything is kept.
+ */
+const measureBare = async (kind: string): Promise<{ kind: string; size: number; growth: number; reply: string }> => {
+  const [port] = (await freePorts(1)) as [number]
+  const server = await startBareSmtpServer(session, port)
+  const pid = server.pid!
+  try {
+    await sendOver(port, "x@y.test", buildMessage("text", 4_000, "x@y.test", "111111"))
+    const { baseline, hwmReset } = await settle(pid)
+    const sampler = sampleRss(pid, baseline)
+    const message = buildMessage(kind, bytes, "x@y.test", "654321")
+    const sent = await sendOver(port, "x@y.test", message)
+    sampler.phase = "after"
+    await sleep(1_000)
+    sampler.stop()
+    const hwm = memoryOf(pid)?.hwm ?? Number.NaN
+    const peak = hwmReset && Number.isFinite(hwm) ? Math.max(sampler.peak, hwm) : sampler.peak
+    return { kind, size: message.length, growth: peak - baseline, reply: sent.reply }
+  } finally {
+    server.kill("SIGTERM")
+  }
+}
+
 const measure = async (kind: string): Promise<Result> => {
   session.checkInterrupted()
   const burnbox = await Burnbox.create(session, { logName: `bench-bigmail-${kind}` })
@@ -138,20 +228,11 @@ const measure = async (kind: string): Promise<Result> => {
     )).rows[0]
     return row === undefined ? undefined : row.processing_status + (row.failure_reason === null ? "" : `: ${row.failure_reason}`)
   }
-  const send = async (data: Buffer): Promise<{ id: number; reply: string; sentAt: number; repliedAt: number }> => {
-    const c = await SmtpConnection.open(burnbox.smtpPort, { timeoutMs: 120_000 })
-    c.write(`MAIL FROM:<big@bench.localhost> SIZE=${data.length}\r\nRCPT TO:<${alias.address}>\r\nDATA\r\n`)
-    const replies = [await c.reply(), await c.reply(), await c.reply()]
-    if (replies[2]!.code !== 354) throw new Error(`envelope refused: ${replies.map((r) => `${r.code} ${r.text}`).join(" / ")}`)
-    c.write(data)
-    c.write(".\r\n")
-    const sentAt = epochMs()
-    const reply = await c.reply()
-    const repliedAt = epochMs()
-    await c.quit()
-    const id = Number(/stored as (\d+)/.exec(reply.text)?.[1] ?? Number.NaN)
-    if (reply.code !== 250 || !Number.isInteger(id)) throw new Error(`message refused: ${reply.code} ${reply.text}`)
-    return { id, reply: `${reply.code} ${reply.text}`, sentAt, repliedAt }
+  const send = async (data: Buffer) => {
+    const sent = await sendOver(burnbox.smtpPort, alias.address, data)
+    const id = Number(/stored as (\d+)/.exec(sent.reply)?.[1] ?? Number.NaN)
+    if (!sent.reply.startsWith("250") || !Number.isInteger(id)) throw new Error(`message refused: ${sent.reply}`)
+    return { ...sent, id }
   }
   const processed = (id: number) => waitFor(async () => {
     burnbox.checkAlive()
@@ -163,71 +244,42 @@ const measure = async (kind: string): Promise<Result> => {
   const small = await send(buildMessage("text", 4_000, alias.address, "111111"))
   await processed(small.id)
   await sleep(2_000)
-  const quiet: Array<number> = []
-  for (let i = 0; i < 20; i++) {
-    quiet.push(memoryOf(pid)?.rss ?? Number.NaN)
-    await sleep(50)
-  }
-  const baseline = median(quiet)
-  const hwmBefore = memoryOf(pid)?.hwm ?? Number.NaN
-  let hwmReset = false
-  try {
-    writeFileSync(`/proc/${pid}/clear_refs`, "5")
-    const hwm = memoryOf(pid)?.hwm ?? Number.NaN
-    hwmReset = hwm < hwmBefore || hwm <= baseline * 1.05
-  } catch {
-    hwmReset = false
-  }
-
+  const { baseline, hwmReset } = await settle(pid)
   const message = buildMessage(kind, bytes, alias.address, "654321")
   if (message.length >= limit) throw new Error(`the message is ${message.length} bytes, not under the ${limit}-byte limit`)
   log(`${kind}: baseline RSS ${mib(baseline)}; sending ${fmt(message.length)} bytes (VmHWM reset: ${hwmReset ? "yes" : "no"})`)
-  let peak = baseline
-  let peakAt = "baseline"
-  let samples = 0
-  let phase: "receiving" | "processing" | "after" = "receiving"
-  const peakBy = { receiving: baseline, processing: baseline, after: baseline }
-  const sampler = setInterval(() => {
-    const rss = memoryOf(pid)?.rss
-    if (rss === undefined || !Number.isFinite(rss)) return
-    samples++
-    peakBy[phase] = Math.max(peakBy[phase], rss)
-    if (rss > peak) {
-      peak = rss
-      peakAt = phase
-    }
-  }, sampleEveryMs)
+  const sampler = sampleRss(pid, baseline)
   try {
     const started = epochMs()
     const big = await send(message)
     burnbox.checkAlive()
-    phase = "processing"
+    sampler.phase = "processing"
     const status = await processed(big.id)
     const processedAt = epochMs()
-    phase = "after"
+    sampler.phase = "after"
     await sleep(3_000)
     const after = memoryOf(pid)?.rss ?? Number.NaN
     const hwmAfter = memoryOf(pid)?.hwm ?? Number.NaN
-    log(`${kind}: ${big.reply} ${((big.repliedAt - started) / 1000).toFixed(2)} s after the first byte; ${status} ${((processedAt - big.repliedAt) / 1000).toFixed(2)} s after the 250; peak RSS ${mib(peak)} (${peakAt})`)
+    log(`${kind}: ${big.reply} ${((big.repliedAt - started) / 1000).toFixed(2)} s after the first byte; ${status} ${((processedAt - big.repliedAt) / 1000).toFixed(2)} s after the 250; peak RSS ${mib(sampler.peak)} (${sampler.peakAt})`)
     return {
       kind,
       size: message.length,
       baseline,
-      peakSampled: peak,
+      peakSampled: sampler.peak,
       hwmReset,
       hwmAfter,
       after,
-      samples,
+      samples: sampler.samples,
       acceptMs: big.repliedAt - big.sentAt,
       processMs: processedAt - big.repliedAt,
       status,
       reply: big.reply,
-      peakAt,
-      peakReceiving: peakBy.receiving,
-      peakProcessing: peakBy.processing
+      peakAt: sampler.peakAt,
+      peakReceiving: sampler.peakBy.receiving,
+      peakProcessing: sampler.peakBy.processing
     }
   } finally {
-    clearInterval(sampler)
+    sampler.stop()
     await burnbox.closeDb(db)
     await burnbox.stop()
   }
@@ -236,9 +288,11 @@ const measure = async (kind: string): Promise<Result> => {
 const main = async (): Promise<number> => {
   const loadBefore = loadAverage()
   const results: Array<Result> = []
+  const references: Array<Awaited<ReturnType<typeof measureBare>>> = []
   for (const kind of kinds) {
     if (kind !== "attachment" && kind !== "text") throw new Error(`BIGMAIL_KINDS: unknown kind "${kind}" (attachment, text)`)
     results.push(await measure(kind))
+    references.push(await measureBare(kind))
   }
   const out: Array<string> = []
   out.push("")
@@ -272,6 +326,12 @@ const main = async (): Promise<number> => {
   out.push("\"until the 250\" / \"250 to processed\": growth of the largest sample in each phase (SMTP receive + store; pipeline).")
   out.push("Memory of the embedded PostgreSQL (a separate process tree) is not included.")
   for (const r of results) out.push(`${r.kind}: SMTP reply "${r.reply}"; pipeline outcome: ${r.status}`)
+  out.push("")
+  out.push(table(["reference: smtp-server alone, storing nothing", "bytes", "growth", "growth / size", "reply"], references.map((r) => [
+    r.kind, fmt(r.size), mib(r.growth), `${(r.growth / r.size).toFixed(2)}x`, r.reply
+  ])))
+  out.push("The same message to burnbox's SMTP library with burnbox's options and nothing behind it (scripts/lib/bare-smtp-server.ts),")
+  out.push("measured the same way (baseline after one small message; peak until 1 s after the 250): what receiving costs before anything is kept.")
   for (const r of results) {
     const peak = r.hwmReset && Number.isFinite(r.hwmAfter) ? Math.max(r.peakSampled, r.hwmAfter) : r.peakSampled
     const ratio = (peak - r.baseline) / r.size
