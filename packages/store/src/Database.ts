@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto"
 import { join } from "node:path"
 import { PgClient } from "@effect/sql-pg"
 import { DefaultPlans } from "@burnbox/domain"
@@ -67,6 +68,13 @@ export class MigratedDatabase extends Context.Service<MigratedDatabase, { readon
   }))
 }
 
+/**
+ * The name every connection of this process shows PostgreSQL (`application_name`): unique per
+ * process, so that what a process claimed can be told apart from what a dead one left (a process
+ * keeps at least its LISTEN connection open while it lives).
+ */
+export const processApplicationName = () => `burnbox/${process.pid}/${randomBytes(4).toString("hex")}`
+
 /** The SQL client of a process: one pool, on a migrated database. */
 export const SqlLive = (options: { readonly maxConnections?: number } = {}) =>
   Layer.unwrap(Effect.gen(function*() {
@@ -74,6 +82,7 @@ export const SqlLive = (options: { readonly maxConnections?: number } = {}) =>
     yield* MigratedDatabase
     return PgClient.layer({
       url,
+      applicationName: processApplicationName(),
       maxConnections: options.maxConnections ?? 20,
       // 15 MiB mail plus protocol overhead must fit in one message.
       maxMessageSize: 64 * 1024 * 1024

@@ -10,7 +10,7 @@ import { PgClient } from "@effect/sql-pg"
 import { ApiServices, HotReads, HttpRoutes, NodeServerLive } from "@burnbox/server"
 import { makeSmtpServer } from "@burnbox/ingest"
 import { DnsResolver, PipelineLive } from "@burnbox/worker"
-import { AccountSnapshots, Aliases, Mailstore, BurnboxConfig, freePort, type BurnboxSettings, CandidateRandom, Keyring, RateLimiter, withClient, withDatabase, type HostResolver, TargetResolver } from "@burnbox/store"
+import { AccountSnapshots, Aliases, Mailstore, BurnboxConfig, freePort, type BurnboxSettings, CandidateRandom, Keyring, processApplicationName, RateLimiter, withClient, withDatabase, type HostResolver, TargetResolver } from "@burnbox/store"
 import { seededRandom } from "@burnbox/domain/aliases/index"
 import { Clock, Context, Effect, Exit, Layer, Option, Redacted, Scope } from "effect"
 import { HttpRouter, HttpServer } from "effect/http"
@@ -125,7 +125,8 @@ export const startHarness = async (
     Layer.provide(random),
     Layer.provide(options.targetResolver === undefined ? Layer.empty : Layer.succeed(TargetResolver, options.targetResolver)),
     Layer.provideMerge(NodeServerLive({ port, host: "127.0.0.1" }).pipe(Layer.provideMerge(ApiServices), Layer.provide(random))),
-    Layer.provide(PgClient.layer({ url, maxConnections: 5 })),
+    // Named as a burnbox process's connections are, so the pipeline's takeover of dead claims runs here too.
+    Layer.provide(PgClient.layer({ url, maxConnections: 5, applicationName: processApplicationName() })),
     Layer.provide(Layer.succeed(BurnboxConfig, config)),
     Layer.provide(Layer.succeed(Clock.Clock, clock))
   )

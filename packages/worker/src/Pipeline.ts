@@ -23,7 +23,10 @@ import { Deferred, Effect, Layer, Queue, Semaphore } from "effect"
 import { type AuthResults, authenticateMail, noAuth } from "./MailAuth.ts"
 import { SqlClient } from "effect/sql"
 
-/** A claim older than this belongs to a worker that died; the message is taken again. */
+/**
+ * A claim older than this is taken again whoever holds it. A claim by a process that has no
+ * connection left to PostgreSQL (it died) is taken again within about a second (`takeOver`).
+ */
 export const ClaimTimeoutMs = 60_000
 /** After this many claims a message that keeps killing its worker is marked failed. */
 export const MaxAttempts = 3
@@ -82,12 +85,17 @@ export class Pipeline {
     const sql = yield* SqlClient.SqlClient
     const config = yield* BurnboxConfig
 
+    // This process's name on its connections (store's processApplicationName), recorded with
+    // each claim; another name (a pool configured elsewhere) claims for the timeout alone.
+    const [named] = yield* sql<{ name: string }>`SELECT current_setting('application_name') AS name`.pipe(Effect.orDie)
+    const worker = named !== undefined && named.name.startsWith("burnbox/") ? named.name : null
+
     const claim = Effect.gen(function*() {
       const at = yield* now
       return yield* sql<Claimed>`
         WITH claimed AS (
           UPDATE messages SET processing_status = 'processing', processing_started_at = ${at},
-                 processing_attempts = processing_attempts + 1
+                 processing_attempts = processing_attempts + 1, processing_worker = ${worker}
           WHERE id IN (
             SELECT id FROM messages
             WHERE processing_status = 'stub'
@@ -292,7 +300,28 @@ export class Pipeline {
       }
     })
 
-    return { claim, processOne, drain }
+    /**
+     * Gives the claims of processes that are gone back to the pipeline: a claim names its
+     * process, and a living process keeps at least one connection (its LISTEN) open, so a name
+     * no connection shows any more is a process that died with messages in hand. Answers how
+     * many were given back; they count as attempts (MaxAttempts still stops a message that keeps
+     * killing its worker).
+     */
+    const takeOver = Effect.gen(function*() {
+      const [row] = yield* sql<{ n: number }>`
+        WITH orphaned AS (
+          UPDATE messages m SET processing_status = 'stub'
+          WHERE m.processing_status = 'processing' AND m.processing_worker IS NOT NULL
+            AND NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.application_name = m.processing_worker)
+          RETURNING m.id
+        )
+        SELECT count(*)::int AS n FROM orphaned`
+      const n = row?.n ?? 0
+      if (n > 0) yield* sql`SELECT pg_notify(${PipelineChannel}, '')`
+      return n
+    }).pipe(Effect.orDie)
+
+    return { claim, processOne, drain, takeOver }
   })
 }
 
@@ -308,4 +337,12 @@ export const PipelineLive = Layer.effectDiscard(Effect.gen(function*() {
     Effect.forever
   )
   for (let i = 0; i < Loops; i++) yield* Effect.forkScoped(loop)
+  // What crashed processes left claimed, taken over about a second after they are gone.
+  yield* pipeline.takeOver.pipe(
+    Effect.tap((n) => n > 0 ? Effect.logWarning(`pipeline: took over ${n} message(s) claimed by a process that is gone`) : Effect.void),
+    Effect.andThen(Effect.sleep("1 second")),
+    Effect.catchCause((cause) => Effect.logError("pipeline takeover", cause).pipe(Effect.andThen(Effect.sleep("1 second")))),
+    Effect.forever,
+    Effect.forkScoped
+  )
 }))
