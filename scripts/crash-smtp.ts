@@ -19,8 +19,8 @@
  *    PostgreSQL wrote but had not fsynced is still in the OS page cache. PostgreSQL's fsync and
  *    synchronous_commit settings, printed below, are what make a commit survive a power cut.);
  * 4. restarts burnbox on the same data dir (PostgreSQL recovers from its WAL), waits until the
- *    pipeline has no stub or processing message left (a message claimed before the crash is
- *    claimed again after the pipeline's 60 s claim timeout);
+ *    pipeline has no stub or processing message left (a message the killed process had claimed
+ *    is taken over about a second after the restart: no connection carries its name any more);
  * 5. counts, by Message-ID in the stored raw bytes: acknowledged, stored, acknowledged but not
  *    stored (must be 0), stored but not acknowledged (allowed: the 250 was lost in flight; at
  *    most the bodies without a reply), stored twice, processed / failed / unprocessed after the
