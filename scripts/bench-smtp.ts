@@ -414,6 +414,9 @@ const main = async (): Promise<number> => {
     out.push(`early talkers), so one message per connection caps a server at connections / 0.1 s = ${fmt(connections * 10)} msg/s whatever it does next.`)
     out.push("It also looks each client address up in DNS first (up to 1.5 s): the node generator's 127.0.0.x addresses go to this machine's")
     out.push("resolver, which drops some concurrent queries (see bench-pipeline's DNS probe), while smtp-source connects from 127.0.0.1.")
+    out.push("maildev has both. burnbox and smtp-server alone do neither: burnbox patches the wait into an option and sets it to 0, and")
+    out.push("turns the reverse lookup off (packages/ingest). smtp-source cannot load burnbox here: it connects from one address, and")
+    out.push(`burnbox takes at most ${burnboxPerAddress} connections per client address.`)
   }
   out.push("")
   out.push(table(["burnbox storage check", "count"], [

@@ -26,6 +26,8 @@ const server = new SMTPServer({
   banner: "smtp-server alone, discarding",
   disabledCommands: ["AUTH", "STARTTLS"],
   authOptional: true,
+  earlyTalkerDelay: 0,
+  disableReverseLookup: true,
   size: 15_728_640,
   logger: false,
   socketTimeout: 60_000,
