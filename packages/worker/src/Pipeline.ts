@@ -172,7 +172,10 @@ export class Pipeline {
             id int, sender_name text, sender_address text, subject text, snippet text, text_body text,
             html_original text, html_sanitized text, remote_image_count int, headers jsonb, otp_codes jsonb,
             verification_links jsonb, auth jsonb, has_attachments boolean, sender_text text, search_text text)
-          WHERE m.id = u.id AND m.processing_status = 'processing'
+          -- The ids as an array too: they are looked up by key, not found by scanning every
+          -- message in the pipeline (the whole backlog) for the recordset's ids.
+          WHERE m.id = ANY(${`{${batch.map((ready) => ready.message.id).join(",")}}`}::int[])
+            AND m.id = u.id AND m.processing_status = 'processing'
           RETURNING m.id, m.account_id),
         appended AS (
           INSERT INTO events (id, account_id, alias_id, type, time, data)
