@@ -18,7 +18,7 @@
 import { PgClient } from "@effect/sql-pg"
 import { type EventAlias } from "@burnbox/domain"
 import { analyzeMessage, type MessageAnalysis, parseMessage, type ParsedMessage } from "@burnbox/domain/mail/index"
-import { appendEvents, BurnboxConfig, type NewEvent, now, PipelineChannel } from "@burnbox/store"
+import { BurnboxConfig, eventRecord, type NewEvent, now, OutboxChannel, PipelineChannel } from "@burnbox/store"
 import { Deferred, Effect, Layer, Queue, Semaphore } from "effect"
 import { type AuthResults, authenticateMail, noAuth } from "./MailAuth.ts"
 import { SqlClient } from "effect/sql"
@@ -118,12 +118,48 @@ export class Pipeline {
         sql`UPDATE messages SET processing_status = 'failed', failure_reason = ${reason}, processed_at = ${at} WHERE id = ${id}`)
         .pipe(Effect.orDie, Effect.asVoid)
 
-    /** Writes the results of `batch` in one transaction. */
-    const storeBatch = (batch: ReadonlyArray<Ready>) =>
-      sql.withTransaction(Effect.gen(function*() {
-        const at = yield* now
-        // parse + index: one UPDATE for every message still ours; the others were taken over.
-        const stored = yield* sql<{ id: number }>`
+    /** The events of one stored message (spec 6.3): message.received, and message.otp_extracted with a code. */
+    const eventsOf = ({ analysis, auth, message, parsed }: Ready, at: Date): Array<NewEvent> => {
+      const alias: EventAlias = { id: message.alias_id, address: `${message.local_part}@${message.domain}`, label: message.label }
+      const otp = { code: analysis.otpCodes[0] ?? null, links: analysis.verificationLinks }
+      const common = {
+        alias,
+        message_id: message.id,
+        otp,
+        source: message.source,
+        received_at: message.received_at.toISOString(),
+        url: `${config.baseUrl}/messages/${message.id}`
+      }
+      const received: NewEvent = {
+        accountId: message.account_id,
+        alias,
+        type: "message.received",
+        time: at,
+        data: {
+          ...common,
+          from: { address: parsed.sender.address, name: parsed.sender.name },
+          subject: parsed.subject,
+          snippet: analysis.snippet,
+          auth,
+          spam_score: null,
+          size: message.size_bytes,
+          has_attachments: parsed.attachments.length > 0
+        }
+      }
+      return otp.code === null
+        ? [received]
+        : [received, { accountId: message.account_id, alias, type: "message.otp_extracted", time: at, data: common }]
+    }
+
+    /**
+     * parse + index, realtime and webhook of `batch` in one statement: the UPDATE takes every
+     * message still ours (the others were taken over), and only those get their events and
+     * their realtime notification. Answers the ids it stored. (rules: the account's mail rules
+     * run here once they exist, mailRuleCount; none yet.)
+     */
+    const storeStatement = (batch: ReadonlyArray<Ready>, at: Date) =>
+      sql<{ id: number }>`
+        WITH stored AS (
           UPDATE messages m SET
             sender_name = u.sender_name, sender_address = u.sender_address, subject = u.subject,
             snippet = u.snippet, text_body = u.text_body, html_original = u.html_original,
@@ -155,70 +191,59 @@ export class Pipeline {
             id int, sender_name text, sender_address text, subject text, snippet text, text_body text,
             html_original text, html_sanitized text, remote_image_count int, headers jsonb, otp_codes jsonb,
             verification_links jsonb, auth jsonb, has_attachments boolean, sender_text text, search_text text)
-          WHERE m.id = u.id AND m.processing_status = 'processing'
-          RETURNING m.id`
-        const ours = new Set(stored.map((row) => row.id))
-        const done = batch.filter((ready) => ours.has(ready.message.id))
-        if (done.length === 0) return
-        // Attachments: a message claimed for the first time has none stored yet.
-        const again = done.filter((ready) => ready.message.processing_attempts > 1).map((ready) => ready.message.id)
-        if (again.length > 0) yield* sql`DELETE FROM attachments WHERE message_id IN ${sql.in(again)}`
-        const attachments = done.flatMap(({ message, parsed }) =>
-          parsed.attachments.map((attachment, position) => ({
-            message_id: message.id,
-            position,
-            filename: attachment.filename,
-            mime_type: attachment.mimeType,
-            size_bytes: attachment.content.byteLength,
-            dangerous: attachment.dangerous,
-            previewable: attachment.previewable,
-            content_id: attachment.contentId,
-            content: attachment.content
-          }))
-        )
-        for (let i = 0; i < attachments.length; i += 1_000) {
-          const [first, ...rest] = attachments.slice(i, i + 1_000)
-          yield* sql`INSERT INTO attachments ${sql.insert([first!, ...rest])}`
-        }
-        // rules: the account's mail rules run here once they exist (mailRuleCount); none yet.
-        // realtime
-        yield* sql`
-          SELECT pg_notify(${RealtimeChannel}, n) FROM json_array_elements_text(${JSON.stringify(
-            done.map(({ message }) => JSON.stringify({ accountId: message.account_id, messageId: message.id }))
-          )}::json) AS n`
-        // webhook
-        const events: Array<NewEvent> = []
-        for (const { analysis, auth, message, parsed } of done) {
-          const alias: EventAlias = { id: message.alias_id, address: `${message.local_part}@${message.domain}`, label: message.label }
-          const otp = { code: analysis.otpCodes[0] ?? null, links: analysis.verificationLinks }
-          const common = {
-            alias,
-            message_id: message.id,
-            otp,
-            source: message.source,
-            received_at: message.received_at.toISOString(),
-            url: `${config.baseUrl}/messages/${message.id}`
+          -- The ids as an array too: they are looked up by key, not found by scanning every
+          -- message in the pipeline (the whole backlog) for the recordset's ids.
+          WHERE m.id = ANY(${`{${batch.map((ready) => ready.message.id).join(",")}}`}::int[])
+            AND m.id = u.id AND m.processing_status = 'processing'
+          RETURNING m.id, m.account_id),
+        appended AS (
+          INSERT INTO events (id, account_id, alias_id, type, time, data)
+          SELECT e.id, e.account_id, e.alias_id, e.type, e.time, e.data
+          FROM json_to_recordset(${JSON.stringify(batch.flatMap((ready) =>
+            eventsOf(ready, at).map((event) => ({ message_id: ready.message.id, ...eventRecord(event) }))
+          ))}::json) AS e(message_id int, id text, account_id int, alias_id int, type text, time timestamptz, data jsonb)
+          WHERE e.message_id IN (SELECT id FROM stored))
+        -- Notifications go out at commit; the outbox's repeated one is sent once (same payload).
+        SELECT s.id,
+               pg_notify(${RealtimeChannel}, '{"accountId":' || s.account_id || ',"messageId":' || s.id || '}'),
+               pg_notify(${OutboxChannel}, '')
+        FROM stored s ORDER BY s.id`
+
+    /**
+     * Writes the results of `batch`, atomically: one statement, in a transaction of its own only
+     * when attachments are written too (or a retried message's earlier ones removed).
+     */
+    const storeBatch = (batch: ReadonlyArray<Ready>) =>
+      Effect.gen(function*() {
+        const at = yield* now
+        const withAttachments = batch.some((ready) => ready.parsed.attachments.length > 0 || ready.message.processing_attempts > 1)
+        if (!withAttachments) return yield* storeStatement(batch, at)
+        yield* sql.withTransaction(Effect.gen(function*() {
+          const stored = yield* storeStatement(batch, at)
+          const ours = new Set(stored.map((row) => row.id))
+          const done = batch.filter((ready) => ours.has(ready.message.id))
+          // Attachments: a message claimed for the first time has none stored yet.
+          const again = done.filter((ready) => ready.message.processing_attempts > 1).map((ready) => ready.message.id)
+          if (again.length > 0) yield* sql`DELETE FROM attachments WHERE message_id IN ${sql.in(again)}`
+          const attachments = done.flatMap(({ message, parsed }) =>
+            parsed.attachments.map((attachment, position) => ({
+              message_id: message.id,
+              position,
+              filename: attachment.filename,
+              mime_type: attachment.mimeType,
+              size_bytes: attachment.content.byteLength,
+              dangerous: attachment.dangerous,
+              previewable: attachment.previewable,
+              content_id: attachment.contentId,
+              content: attachment.content
+            }))
+          )
+          for (let i = 0; i < attachments.length; i += 1_000) {
+            const [first, ...rest] = attachments.slice(i, i + 1_000)
+            yield* sql`INSERT INTO attachments ${sql.insert([first!, ...rest])}`
           }
-          events.push({
-            accountId: message.account_id,
-            alias,
-            type: "message.received",
-            time: at,
-            data: {
-              ...common,
-              from: { address: parsed.sender.address, name: parsed.sender.name },
-              subject: parsed.subject,
-              snippet: analysis.snippet,
-              auth,
-              spam_score: null,
-              size: message.size_bytes,
-              has_attachments: parsed.attachments.length > 0
-            }
-          })
-          if (otp.code !== null) events.push({ accountId: message.account_id, alias, type: "message.otp_extracted", time: at, data: common })
-        }
-        yield* appendEvents(sql, events)
-      })).pipe(Effect.orDie)
+        }))
+      }).pipe(Effect.asVoid, Effect.orDie)
 
     // -- group commit ---------------------------------------------------------------------------
     // Whoever brings a result while no store runs writes it, and then whatever queued meanwhile.

@@ -23,7 +23,7 @@ export const analyzeMessage = (message: ParsedMessage): MessageAnalysis => {
   return {
     snippet: makeSnippet(text),
     otpCodes: extractOtpCodes(text).slice(0, 3),
-    verificationLinks: extractVerificationLinks({ text: message.text, html: message.html }).slice(0, 3),
+    verificationLinks: extractVerificationLinks({ text: message.text, html: message.html }, text).slice(0, 3),
     sanitizedHtml: sanitized?.html ?? null,
     remoteImageCount: sanitized?.remoteImageCount ?? 0,
     searchText: [text, ...message.attachments.map((a) => a.filename)].join(" ")

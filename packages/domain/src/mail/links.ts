@@ -67,6 +67,7 @@ const htmlLinkOccurrences = (html: string): Array<LinkOccurrence> => {
 }
 
 const TEXT_URL = /https?:\/\/[^\s<>"'`]+/gi
+const TEXT_URL_START = /https?:\/\//i
 
 const OPENING_BRACKET: Readonly<Record<string, string>> = { ")": "(", "]": "[", "}": "{" }
 
@@ -95,6 +96,8 @@ const trimTrailingPunctuation = (url: string): string => {
  */
 const textLinkOccurrences = (text: string): Array<LinkOccurrence> => {
   const found: Array<LinkOccurrence> = []
+  // Most text parts hold no URL: then there is no line to read.
+  if (!TEXT_URL_START.test(text)) return found
   let previousLine = ""
   for (const line of text.split(/\r?\n/)) {
     let contextStart = 0
@@ -318,10 +321,14 @@ interface RankedLink {
  * outweighs the same URL under a vaguer line of the text part; a URL that is a footer link by
  * its own address is one at every occurrence.
  */
-export const extractVerificationLinks = (input: MailBodies): ReadonlyArray<string> => {
+export const extractVerificationLinks = (
+  input: MailBodies,
+  /** `messageText(input.text, input.html)`, when the caller has it already. */
+  readerText: string = messageText(input.text, input.html)
+): ReadonlyArray<string> => {
   const occurrences = [
     ...(input.html === null ? [] : htmlLinkOccurrences(input.html)),
-    ...textLinkOccurrences(messageText(input.text, input.html))
+    ...textLinkOccurrences(readerText)
   ]
   const byUrl = new Map<string, RankedLink>()
   occurrences.forEach((occurrence, index) => {

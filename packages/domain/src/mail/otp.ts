@@ -28,11 +28,16 @@ const DIGIT_RUN = /[0-9]+/g
 const LINK_OR_ADDRESS =
   /\b(?:https?:\/\/|www\.)[^\s<>"]+|(?<![^\s<>()"',;:])[^\s@<>()"',;:]+@[^\s@<>()"',;:]+\.[^\s@<>()"',;:]+/gi
 
+/** Where LINK_OR_ADDRESS's link branch can begin (without `\b`, so it may say yes for nothing). */
+const LINK_START = /https?:\/\/|www\./i
+
 /** Up to three distinct runs of 4 to 8 digits, in order of first appearance. */
 export const extractOtpCodes = (text: string): ReadonlyArray<string> => {
   const codes: Array<string> = []
   // "7\u200b3\u200b9\u200b1" reads 7391 on screen.
-  const visible = removeInvisibleCharacters(text).replace(LINK_OR_ADDRESS, " ")
+  const stripped = removeInvisibleCharacters(text)
+  // Without "@" and a link's start, LINK_OR_ADDRESS cannot match: its scan is skipped.
+  const visible = stripped.includes("@") || LINK_START.test(stripped) ? stripped.replace(LINK_OR_ADDRESS, " ") : stripped
   for (const [run] of visible.matchAll(DIGIT_RUN)) {
     if (run.length < MIN_DIGITS || run.length > MAX_DIGITS || codes.includes(run)) continue
     codes.push(run)
