@@ -103,17 +103,16 @@ export class Pipeline {
     const storeBatch = (batch: ReadonlyArray<Ready>) =>
       sql.withTransaction(Effect.gen(function*() {
         const at = yield* now
-        // parse + index: one UPDATE for every message still ours; the others were taken over.
+        // parse + index: one UPDATE for every message still ours (the others were taken over),
+        // and its words, scoped to the account, written once into the search index (0012).
         const stored = yield* sql<{ id: number }>`
+          WITH stored AS (
           UPDATE messages m SET
             sender_name = u.sender_name, sender_address = u.sender_address, subject = u.subject,
             snippet = u.snippet, text_body = u.text_body, html_original = u.html_original,
             html_sanitized = u.html_sanitized, remote_image_count = u.remote_image_count,
             headers = u.headers, otp_codes = u.otp_codes, verification_links = u.verification_links,
             auth = u.auth, has_attachments = u.has_attachments,
-            search = setweight(to_tsvector('simple', u.subject), 'A')
-                  || setweight(to_tsvector('simple', u.sender_text), 'B')
-                  || to_tsvector('simple', u.search_text),
             processing_status = 'processed', processed_at = ${at}, failure_reason = NULL
           FROM json_to_recordset(${JSON.stringify(batch.map(({ analysis, auth, message, parsed }) => ({
             id: message.id,
@@ -137,7 +136,19 @@ export class Pipeline {
             html_original text, html_sanitized text, remote_image_count int, headers jsonb, otp_codes jsonb,
             verification_links jsonb, auth jsonb, has_attachments boolean, sender_text text, search_text text)
           WHERE m.id = u.id AND m.processing_status = 'processing'
-          RETURNING m.id`
+          RETURNING m.id, m.account_id, m.alias_id, m.received_at, m.has_attachments, m.trashed_at,
+                    m.subject, u.sender_text, u.search_text
+          ), indexed AS (
+            INSERT INTO message_search (id, account_id, alias_id, received_at, has_attachments, trashed_at, search)
+            SELECT id, account_id, alias_id, received_at, has_attachments, trashed_at,
+                   account_lexemes(account_id, setweight(to_tsvector('simple', subject), 'A')
+                     || setweight(to_tsvector('simple', sender_text), 'B')
+                     || to_tsvector('simple', search_text))
+            FROM stored
+            ON CONFLICT (id, account_id) DO UPDATE
+            SET has_attachments = excluded.has_attachments, trashed_at = excluded.trashed_at, search = excluded.search
+          )
+          SELECT id FROM stored`
         const ours = new Set(stored.map((row) => row.id))
         const done = batch.filter((ready) => ours.has(ready.message.id))
         if (done.length === 0) return
