@@ -472,8 +472,9 @@ const main = async (): Promise<number> => {
   out("Each statement is PREPAREd with the service's text and parameter types (@effect/sql-pg binds integers as int4, booleans as bool, Dates as")
   out("timestamptz, strings untyped), EXECUTEd 6 times (a pooled connection of the service prepares it once and, after 5 executions, PostgreSQL")
   out("may switch it to a generic plan), then EXPLAIN (ANALYZE, BUFFERS) EXECUTE. The service sends a search's statements (q: the search index")
-  out("message_search) unprepared, so they always get a custom plan: those are shown with plan_cache_mode force_custom_plan. The service runs")
-  out("each page query and its count concurrently.")
+  out("message_search) unprepared, so they always get a custom plan: those are shown with plan_cache_mode force_custom_plan; and with")
+  out("enable_seqscan off, as the service plans them (SET LOCAL in their transaction; Messages.ts onSearchIndex). The service runs each page")
+  out("query and its count concurrently.")
   await db.query("RESET work_mem")
   const captured = new Map<string, string>()
   for (const text of seenSql) {
@@ -495,7 +496,7 @@ const main = async (): Promise<number> => {
       const st = statementOf(c.shape, kind)
       const name = `bench_stmt_${++statementNo}`
       const unprepared = c.shape.terms.length > 0
-      if (unprepared) await db.query("SET plan_cache_mode = force_custom_plan")
+      if (unprepared) await db.query("SET plan_cache_mode = force_custom_plan; SET enable_seqscan = off")
       await db.query(`PREPARE ${name}(${st.types.join(", ")}) AS ${st.text}`)
       const execute = `EXECUTE ${name}(${st.values.join(", ")})`
       for (let i = 0; i < 6; i++) await db.query(execute)
@@ -510,7 +511,7 @@ const main = async (): Promise<number> => {
       await db.query("SET plan_cache_mode = force_custom_plan")
       const custom = await explainText(db, execute)
       const customMs = await timeSql(db, execute)
-      await db.query("RESET plan_cache_mode")
+      await db.query("RESET plan_cache_mode; RESET enable_seqscan")
       await db.query(`DEALLOCATE ${name}`)
       const key = `${kind}/${c.shape.terms.length}/${kind === "page" && c.shape.after !== undefined ? "cursor" : "first"}`
       const seen = captured.get(key)

@@ -369,7 +369,9 @@ export const loadMessages = async (db: PgClient, corpus: Corpus, o: LoadOptions)
   if (!o.keepIndexes) {
     for (const ix of indexes) {
       o.checkInterrupted()
-      await timed(steps, `CREATE INDEX ${ix.indexname}`, () => db.query(ix.indexdef))
+      // A partitioned table's index reads `ON ONLY` (the parent alone, as pg_dump builds it): built
+      // here on every partition.
+      await timed(steps, `CREATE INDEX ${ix.indexname}`, () => db.query(ix.indexdef.replace(/ ON ONLY /, " ON ")))
     }
   }
 
