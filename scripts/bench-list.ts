@@ -115,7 +115,7 @@ const statementOf = (shape: Shape, kind: "page" | "count"): Statement => {
       ? [
         `m.account_id = ${p("int4", account)}`,
         "m.trashed_at IS NULL",
-        `m.id NOT IN (SELECT s.message_id FROM message_states s WHERE s.account_id = ${p("int4", account)} AND s.archived)`,
+        "NOT m.archived",
         ...shape.terms.map((t) => `m.search @@ account_tsquery(${p("int4", account)}, plainto_tsquery('simple', ${p("text", quote(t))}))`)
       ]
       : [

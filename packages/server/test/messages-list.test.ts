@@ -136,11 +136,15 @@ describe("filters and their total", () => {
     await archive(b, true)
     await expectList("q=okapi", [c])
     await expectList("q=okapi&archived=true", [b])
+    const archivedInIndex = async () =>
+      (await h.query<{ id: number }>("SELECT id FROM message_search WHERE archived AND id = ANY($1) ORDER BY id", [found])).map((r) => r.id)
+    expect(await archivedInIndex()).toEqual([b])
     await restore(a)
     await archive(b, false)
     await expectList("q=okapi", [a, b, c])
     await expectList(`q=${encodeURIComponent("\"okapi sighting\"")}`, [a, b, c])
     await expectList("trashed=true&q=okapi", [])
+    expect(await archivedInIndex()).toEqual([])
     for (const id of found) await remove(id)
   })
 

@@ -99,11 +99,10 @@ export const listConditions = (sql: SqlClient.SqlClient, accountId: number, filt
     // The archived filter does not apply to the trash (spec 4.5, rule 1).
     const archived = bool(filters.archived) ?? false
     if (!trashed) {
-      conditions.push(source === "index" && !archived
-        // A word can match thousands, and the planner underestimates several words' matches
-        // (it multiplies their shares) and would probe the marks once per match: NOT IN hashes
-        // the owner's archive once (message_states_archived).
-        ? sql`m.id NOT IN (SELECT s.message_id FROM message_states s WHERE s.account_id = ${accountId} AND s.archived)`
+      conditions.push(source === "index"
+        // The search index holds the owner's archive mark (migration 0012): a word can match
+        // thousands, each tested with a column of its row rather than against the marks.
+        ? archived ? sql`m.archived` : sql`NOT m.archived`
         : mark("archived", archived))
     }
     // Beyond this point every condition narrows the view below what mailbox_counts keeps.

@@ -149,6 +149,14 @@ export class Pipeline {
             SET has_attachments = excluded.has_attachments, trashed_at = excluded.trashed_at, search = excluded.search
           )
           SELECT id FROM stored`
+        // The owner's archive marks, read after the rows above exist (migration 0012): a mark
+        // set meanwhile waited for this transaction's lock on the message, or is seen here.
+        if (stored.length > 0) {
+          yield* sql`
+            UPDATE message_search ms SET archived = true FROM message_states s
+            WHERE s.message_id IN ${sql.in(stored.map((row) => row.id))} AND s.archived
+              AND ms.id = s.message_id AND ms.account_id = s.account_id`
+        }
         const ours = new Set(stored.map((row) => row.id))
         const done = batch.filter((ready) => ours.has(ready.message.id))
         if (done.length === 0) return
