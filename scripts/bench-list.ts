@@ -134,13 +134,16 @@ const statementOf = (shape: Shape, kind: "page" | "count"): Statement => {
     ? "true"
     : `(m.received_at, m.id) < (${p("timestamptz", `${quote(shape.after.receivedAt)}::timestamptz`)}, ${p("int4", String(shape.after.id))})`
   const order = "m.received_at DESC, m.id DESC"
+  // A search: one statement for the page and its total (the count alone answers only a page past the last match).
   if (indexed) {
-    const inner = `SELECT m.id FROM message_search m WHERE ${where()} AND ${after()} ORDER BY ${order} LIMIT ${p("int4", String(shape.limit + 1))}`
+    const matches = `SELECT m.id, m.received_at FROM message_search m WHERE ${where()}`
+    const inner = `SELECT m.id, m.received_at FROM matches m WHERE ${after()} ORDER BY ${order} LIMIT ${p("int4", String(shape.limit + 1))}`
     return { text: `
-            SELECT ${summaryColumns}
-            FROM (${inner}) page
-            JOIN messages m ON m.id = page.id ${joins()}
-            ORDER BY ${order}`, types, values }
+        WITH matches AS MATERIALIZED (${matches})
+        SELECT ${summaryColumns}, (SELECT count(*)::int FROM matches) AS total
+        FROM (${inner}) page
+        JOIN messages m ON m.id = page.id ${joins()}
+        ORDER BY ${order}`, types, values }
   }
   const from = `FROM messages m ${joins()}`
   const text = `

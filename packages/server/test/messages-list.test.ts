@@ -156,6 +156,21 @@ describe("filters and their total", () => {
     await expectList(`q=${encodeURIComponent("-walrus -narwhal")}`, [])
   })
 
+  it("a search's cursor walk gives each match once with the same total; no match is total 0", async () => {
+    const expected = newestFirst(m.plain, m.read, m.attached)
+    const seen: Array<number> = []
+    let cursor: string | null = null
+    do {
+      const answer: { status: number; text: string; body: { total: number; items: Array<{ id: number }>; nextCursor: string | null } } = await h.request(`/messages?q=walrus&limit=1${cursor === null ? "" : `&cursor=${encodeURIComponent(cursor)}`}`, { session })
+      expect(answer.status, answer.text).toBe(200)
+      expect(answer.body.total).toBe(expected.length)
+      seen.push(...answer.body.items.map((item) => item.id))
+      cursor = answer.body.nextCursor
+    } while (cursor !== null)
+    expect(seen).toEqual(expected)
+    await expectList("q=nosuchwordanywhere", [])
+  })
+
   it("keeps every message's words out of line, so a page of the index holds many rows", async () => {
     const rows = await h.query<{ id: number; inline: boolean }>(
       "SELECT id, pg_column_toast_chunk_id(search) IS NULL AS inline FROM message_search WHERE account_id = $1 ORDER BY id",
