@@ -9,16 +9,17 @@
 --
 -- Narrow rows. With each row carrying its ~1 KB of words inline, 7 rows shared a page, so a
 -- common word's matches sat on ~28,000 pages. The words now live out of line in the TOAST
--- relation (STORAGE EXTERNAL, toast_tuple_target 128) and ~75 rows share a page; only a
--- phrase's recheck and a list read from messages (below) read them. PostgreSQL
--- hands a new row to the toaster only when it is over ~2 KB (TOAST_TUPLE_THRESHOLD), whatever
+-- relation (STORAGE EXTERNAL, toast_tuple_target 128) and ~70 rows share a page; only a
+-- phrase's recheck and a list read from messages (below) read them. PostgreSQL hands a new row
+-- to the toaster only when it is over ~2 KB (TOAST_TUPLE_THRESHOLD), whatever
 -- toast_tuple_target says, so `toast_pad`, 2,048 spaces stored compressed (~35 bytes), makes
 -- every new row that large; an update of a row whose words are out of line keeps them there.
--- The planner does not know that testing a row's words fetches them: it prices reading a whole
--- partition as cheap (searches are planned with enable_seqscan off, Messages.ts onSearchIndex),
--- and so was walking 0010's index on received_at newest first, testing each row, until a page
--- is found (~45 ms for a rare word). That index is gone: a search reads its matches once, from
--- the GIN index, for both its total and its page.
+--
+-- The planner does not know that testing a row's words fetches them. It prices reading a whole
+-- partition as cheap (~1 s for a word in most of a mailbox): searches are planned with
+-- enable_seqscan off (Messages.ts onSearchIndex). And it chose to walk 0010's index on
+-- received_at newest first, testing each row, even for a rare word (~45 ms): that index is gone,
+-- and a search reads its matches once, from the GIN index, for both its total and its page.
 --
 -- Kept together by account. Narrow rows alone still spread a mailbox over every page of the
 -- table (messages of all accounts arrive interleaved): 12,000 pages for that word. Hash
