@@ -1,6 +1,6 @@
 /**
- * GET /messages (spec 4.5): every filter, full-text `q` (decisions.md syntax) through the
- * `search` tsvector, keyset pagination over (received_at, id) with an opaque cursor signed
+ * GET /messages (spec 4.5): every filter, full-text `q` (decisions.md syntax) through the search
+ * index `message_search`, keyset pagination over (received_at, id) with an opaque cursor signed
  * with BURNBOX_SECRET and bound to its filters, and a `total` of exactly the filtered set.
  */
 import { type MessageSummary, ValidationFailed } from "@burnbox/domain"
@@ -73,8 +73,9 @@ const searchesIndex = (query: SearchQuery | undefined, trashed: boolean): boolea
  * they read the search index. They read one row `m` alone: reader state and the alias's domain
  * are tested with EXISTS, so the count for `total` needs no join, and the page query joins only
  * for its columns. `m` is `messages`, or when `indexed` `message_search`, which has the same
- * names for what the conditions read, holds only mail outside the trash, and words within the
- * account.
+ * names for what the conditions read, holds the processed mail (its indexes only what is outside
+ * the trash), words within the account, and is partitioned by account (migration 0012), so
+ * `m.account_id = ...` also picks the one partition to read.
  */
 export const listConditions = (sql: SqlClient.SqlClient, accountId: number, filters: ListFilters) =>
   Effect.gen(function*() {
@@ -93,15 +94,15 @@ export const listConditions = (sql: SqlClient.SqlClient, accountId: number, filt
       return value ? marked : sql`NOT ${marked}`
     }
     const conditions: Array<Statement.Fragment> = [sql`m.account_id = ${accountId}`]
-    if (source === "messages") conditions.push(trashed ? sql`m.trashed_at IS NOT NULL` : sql`m.trashed_at IS NULL`)
+    // Also in the search index, which keeps a trashed message's row out of its indexes (WHERE trashed_at IS NULL).
+    conditions.push(trashed ? sql`m.trashed_at IS NOT NULL` : sql`m.trashed_at IS NULL`)
     // The archived filter does not apply to the trash (spec 4.5, rule 1).
     const archived = bool(filters.archived) ?? false
     if (!trashed) {
-      conditions.push(source === "index" && !archived
-        // A word can match thousands, and the planner underestimates several words' matches
-        // (it multiplies their shares) and would probe the marks once per match: NOT IN hashes
-        // the owner's archive once (message_states_archived).
-        ? sql`m.id NOT IN (SELECT s.message_id FROM message_states s WHERE s.account_id = ${accountId} AND s.archived)`
+      conditions.push(source === "index"
+        // The search index holds the owner's archive mark (migration 0012): a word can match
+        // thousands, each tested with a column of its row rather than against the marks.
+        ? archived ? sql`m.archived` : sql`NOT m.archived`
         : mark("archived", archived))
     }
     // Beyond this point every condition narrows the view below what mailbox_counts keeps.
@@ -126,15 +127,20 @@ export const listConditions = (sql: SqlClient.SqlClient, accountId: number, filt
     if (filters.dateTo !== undefined) conditions.push(sql`m.received_at <= ${new Date(filters.dateTo)}`)
     if (query !== undefined) {
       const senderText = sql`(coalesce(m.sender_name, '') || ' ' || m.sender_address)`
-      // The search index writes its words within the account (migration 0010).
-      const words = (tsquery: Statement.Fragment) =>
-        source === "index" ? sql`m.search @@ account_tsquery(${accountId}, ${tsquery})` : sql`m.search @@ ${tsquery}`
       const match = (term: SearchTerm, fragment: Statement.Fragment) => (term.negated ? sql`NOT (${fragment})` : fragment)
+      // The words of the mailbox are only in the search index, written within the account
+      // (migrations 0010, 0012); a list read from `messages` finds its row there. An unprocessed
+      // message has no words: it matches no term, and no excluded one either.
+      const words = (term: SearchTerm) => {
+        const tsquery = term.kind === "phrase" ? sql`phraseto_tsquery('simple', ${term.value})` : sql`plainto_tsquery('simple', ${term.value})`
+        const matches = (row: string) => match(term, sql`${sql.literal(row)}.search @@ account_tsquery(${accountId}, ${tsquery})`)
+        return source === "index" ? matches("m") : sql`EXISTS (SELECT 1 FROM message_search w WHERE w.id = m.id AND w.account_id = ${accountId} AND ${matches("w")})`
+      }
       for (const term of query.terms) {
-        conditions.push(match(term, trashed
+        conditions.push(trashed
           // In the trash, `q` is answered from the database: subject and sender only (rule 2).
-          ? sql`(m.subject ILIKE ${likePattern(term.value)} OR ${senderText} ILIKE ${likePattern(term.value)})`
-          : words(term.kind === "phrase" ? sql`phraseto_tsquery('simple', ${term.value})` : sql`plainto_tsquery('simple', ${term.value})`)))
+          ? match(term, sql`(m.subject ILIKE ${likePattern(term.value)} OR ${senderText} ILIKE ${likePattern(term.value)})`)
+          : words(term))
       }
       for (const term of query.from) conditions.push(match(term, sql`${senderText} ILIKE ${likePattern(term.value)}`))
       for (const term of query.to) {

@@ -166,9 +166,6 @@ export class Pipeline {
             html_sanitized = u.html_sanitized, remote_image_count = u.remote_image_count,
             headers = u.headers, otp_codes = u.otp_codes, verification_links = u.verification_links,
             auth = u.auth, has_attachments = u.has_attachments,
-            search = setweight(to_tsvector('simple', u.subject), 'A')
-                  || setweight(to_tsvector('simple', u.sender_text), 'B')
-                  || to_tsvector('simple', u.search_text),
             processing_status = 'processed', processed_at = ${at}, failure_reason = NULL
           FROM json_to_recordset(${JSON.stringify(batch.map(({ analysis, auth, message, parsed }) => ({
             id: message.id,
@@ -195,7 +192,21 @@ export class Pipeline {
           -- message in the pipeline (the whole backlog) for the recordset's ids.
           WHERE m.id = ANY(${`{${batch.map((ready) => ready.message.id).join(",")}}`}::int[])
             AND m.id = u.id AND m.processing_status = 'processing'
-          RETURNING m.id, m.account_id),
+          RETURNING m.id, m.account_id, m.alias_id, m.received_at, m.has_attachments, m.trashed_at,
+                    m.subject, u.sender_text, u.search_text),
+        -- index: the words, scoped to the account, written once into the search index (0012),
+        -- with the owner's archive mark as this statement sees it (storeBatch reads it again).
+        indexed AS (
+          INSERT INTO message_search (id, account_id, alias_id, received_at, has_attachments, trashed_at, archived, search)
+          SELECT s.id, s.account_id, s.alias_id, s.received_at, s.has_attachments, s.trashed_at,
+                 EXISTS (SELECT 1 FROM message_states ms WHERE ms.message_id = s.id AND ms.account_id = s.account_id AND ms.archived),
+                 account_lexemes(s.account_id, setweight(to_tsvector('simple', s.subject), 'A')
+                   || setweight(to_tsvector('simple', s.sender_text), 'B')
+                   || to_tsvector('simple', s.search_text))
+          FROM stored s
+          ON CONFLICT (id, account_id) DO UPDATE
+          SET has_attachments = excluded.has_attachments, trashed_at = excluded.trashed_at,
+              archived = excluded.archived, search = excluded.search),
         appended AS (
           INSERT INTO events (id, account_id, alias_id, type, time, data)
           SELECT e.id, e.account_id, e.alias_id, e.type, e.time, e.data
@@ -217,33 +228,46 @@ export class Pipeline {
       Effect.gen(function*() {
         const at = yield* now
         const withAttachments = batch.some((ready) => ready.parsed.attachments.length > 0 || ready.message.processing_attempts > 1)
-        if (!withAttachments) return yield* storeStatement(batch, at)
-        yield* sql.withTransaction(Effect.gen(function*() {
-          const stored = yield* storeStatement(batch, at)
-          const ours = new Set(stored.map((row) => row.id))
-          const done = batch.filter((ready) => ours.has(ready.message.id))
-          // Attachments: a message claimed for the first time has none stored yet.
-          const again = done.filter((ready) => ready.message.processing_attempts > 1).map((ready) => ready.message.id)
-          if (again.length > 0) yield* sql`DELETE FROM attachments WHERE message_id IN ${sql.in(again)}`
-          const attachments = done.flatMap(({ message, parsed }) =>
-            parsed.attachments.map((attachment, position) => ({
-              message_id: message.id,
-              position,
-              filename: attachment.filename,
-              mime_type: attachment.mimeType,
-              size_bytes: attachment.content.byteLength,
-              dangerous: attachment.dangerous,
-              previewable: attachment.previewable,
-              content_id: attachment.contentId,
-              content: attachment.content
-            }))
-          )
-          for (let i = 0; i < attachments.length; i += 1_000) {
-            const [first, ...rest] = attachments.slice(i, i + 1_000)
-            yield* sql`INSERT INTO attachments ${sql.insert([first!, ...rest])}`
-          }
-        }))
+        const stored = withAttachments ? yield* storeWithAttachments(batch, at) : yield* storeStatement(batch, at)
+        // The owner's archive marks, read again once the rows exist (migration 0012): a mark
+        // committed after the store statement took its snapshot is seen here, and a mark
+        // committed after this reads the row itself (its trigger waits for the message's lock).
+        if (stored.length > 0) {
+          yield* sql`
+            UPDATE message_search ms SET archived = true FROM message_states s
+            WHERE s.message_id IN ${sql.in(stored.map((row) => row.id))} AND s.archived AND NOT ms.archived
+              AND ms.id = s.message_id AND ms.account_id = s.account_id`
+        }
       }).pipe(Effect.asVoid, Effect.orDie)
+
+    /** The store statement and the batch's attachments, in one transaction. */
+    const storeWithAttachments = (batch: ReadonlyArray<Ready>, at: Date) =>
+      sql.withTransaction(Effect.gen(function*() {
+        const stored = yield* storeStatement(batch, at)
+        const ours = new Set(stored.map((row) => row.id))
+        const done = batch.filter((ready) => ours.has(ready.message.id))
+        // Attachments: a message claimed for the first time has none stored yet.
+        const again = done.filter((ready) => ready.message.processing_attempts > 1).map((ready) => ready.message.id)
+        if (again.length > 0) yield* sql`DELETE FROM attachments WHERE message_id IN ${sql.in(again)}`
+        const attachments = done.flatMap(({ message, parsed }) =>
+          parsed.attachments.map((attachment, position) => ({
+            message_id: message.id,
+            position,
+            filename: attachment.filename,
+            mime_type: attachment.mimeType,
+            size_bytes: attachment.content.byteLength,
+            dangerous: attachment.dangerous,
+            previewable: attachment.previewable,
+            content_id: attachment.contentId,
+            content: attachment.content
+          }))
+        )
+        for (let i = 0; i < attachments.length; i += 1_000) {
+          const [first, ...rest] = attachments.slice(i, i + 1_000)
+          yield* sql`INSERT INTO attachments ${sql.insert([first!, ...rest])}`
+        }
+        return stored
+      }))
 
     // -- group commit ---------------------------------------------------------------------------
     // Whoever brings a result while no store runs writes it, and then whatever queued meanwhile.
