@@ -8,6 +8,7 @@
 import { Alias, CandidateReservation } from "@burnbox/domain"
 import { expectShape, type Harness, type Session, startHarness, type SmtpReply, SmtpClient } from "@burnbox/testkit"
 import { Schema } from "effect"
+import { MaxConnectionsPerAddress } from "@burnbox/ingest"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 
 let h: Harness
@@ -153,6 +154,37 @@ describe("EHLO (receive-only SMTP)", () => {
     await client.quit()
     expect(done.code, done.text).toBe(250)
     expect(await storedFor(alias.id)).toHaveLength(1)
+  })
+})
+
+describe("connections", () => {
+  it("takes 20 connections from one client address and answers the next 421 4.7.0; another address, and a freed slot, are taken", async () => {
+    const client = "127.0.0.7"
+    const open = await Promise.all(Array.from({ length: MaxConnectionsPerAddress }, () => SmtpClient.open(h.smtpPort, client)))
+    try {
+      for (const c of open) expect((await c.read()).code).toBe(220)
+      const refused = await SmtpClient.open(h.smtpPort, client)
+      const reply = await refused.read()
+      expect(reply.code, reply.text).toBe(421)
+      expect(reply.text).toMatch(/^4\.7\.0 /)
+      await refused.quit()
+      const other = await SmtpClient.open(h.smtpPort, "127.0.0.8")
+      expect((await other.read()).code).toBe(220)
+      await other.quit()
+      // A slot is free once the server has seen the close (real time, bounded).
+      await open.shift()!.quit()
+      const deadline = Date.now() + 5_000
+      let code = 0
+      while (code !== 220 && Date.now() < deadline) {
+        const again = await SmtpClient.open(h.smtpPort, client)
+        code = (await again.read()).code
+        if (code === 220) open.push(again)
+        else await again.quit()
+      }
+      expect(code).toBe(220)
+    } finally {
+      await Promise.all(open.map((c) => c.quit()))
+    }
   })
 })
 

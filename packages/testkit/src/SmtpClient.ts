@@ -56,9 +56,10 @@ export class SmtpClient {
     }
   }
 
-  static open(port: number): Promise<SmtpClient> {
+  /** Connects to 127.0.0.1:port, from `localAddress` (another loopback address: another client) when given. */
+  static open(port: number, localAddress?: string): Promise<SmtpClient> {
     return new Promise((resolve, reject) => {
-      const socket = connect(port, "127.0.0.1", () => resolve(new SmtpClient(socket)))
+      const socket = connect({ port, host: "127.0.0.1", ...(localAddress === undefined ? {} : { localAddress }) }, () => resolve(new SmtpClient(socket)))
       socket.once("error", reject)
     })
   }
