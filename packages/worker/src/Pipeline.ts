@@ -18,7 +18,7 @@
 import { PgClient } from "@effect/sql-pg"
 import { type EventAlias } from "@burnbox/domain"
 import { analyzeMessage, type MessageAnalysis, parseMessage, type ParsedMessage } from "@burnbox/domain/mail/index"
-import { BurnboxConfig, eventRecord, type NewEvent, now, OutboxChannel, PipelineChannel } from "@burnbox/store"
+import { BurnboxConfig, eventRecord, type NewEvent, now, OutboxChannel, pgText, PipelineChannel } from "@burnbox/store"
 import { Deferred, Effect, Layer, Queue, Semaphore } from "effect"
 import { type AuthResults, authenticateMail, noAuth } from "./MailAuth.ts"
 import { SqlClient } from "effect/sql"
@@ -77,8 +77,7 @@ interface Ready {
   readonly auth: AuthResults
 }
 
-/** Text as the driver would have sent it as a parameter: lone surrogates become U+FFFD. */
-const text = (value: string | null) => (value === null ? null : value.toWellFormed())
+const text = (value: string | null) => (value === null ? null : pgText(value))
 
 export class Pipeline {
   static readonly make = Effect.gen(function*() {

@@ -16,6 +16,7 @@ import { createHash, X509Certificate } from "node:crypto"
 import { isIP } from "node:net"
 import { checkServerIdentity, createSecureContext, type PeerCertificate, type SecureContext } from "node:tls"
 import { Pool } from "undici"
+import { pgText } from "@burnbox/store"
 
 export interface PostTarget {
   readonly url: URL
@@ -172,7 +173,8 @@ export class WebhookTransport {
       } catch {
         // The status arrived; a body cut short still makes a response (with what came of it).
       }
-      const text = Buffer.concat(chunks).toString("utf8").slice(0, SnippetChars)
+      // Cut to its length, which may split a character; stored as text PostgreSQL takes.
+      const text = pgText(Buffer.concat(chunks).toString("utf8").slice(0, SnippetChars))
       return { kind: "response", status: response.statusCode, snippet: text === "" ? null : text, latencyMs: elapsed() }
     } catch (error) {
       return { kind: "error", errorCode: errorCodeOf(error, timedOut), latencyMs: elapsed() }

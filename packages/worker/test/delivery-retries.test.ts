@@ -121,6 +121,25 @@ describe("retry schedule", () => {
     expect(await delivery(id)).toMatchObject({ status: "pending", attempt_count: 1, last_error: "connection_refused", last_http_status: null })
   })
 
+  it("records a response whose snippet cut splits a character, or that holds NUL, instead of failing the batch", async () => {
+    const { session, webhookId } = await setup()
+    // 511 characters, then an emoji (two UTF-16 units) across the 512-character cut, then a NUL.
+    receiver.reply(() => ({ status: 200, body: `${"a".repeat(511)}\u{1F600}\u0000tail` }))
+    const split = await test(session, webhookId)
+    await worker.runOnce()
+    receiver.reply(() => ({ status: 200, body: "ok\u0000done" }))
+    const nul = await test(session, webhookId)
+    await worker.runOnce()
+    expect(await delivery(split)).toMatchObject({ status: "succeeded", last_http_status: 200 })
+    expect(await delivery(nul)).toMatchObject({ status: "succeeded", last_http_status: 200 })
+    const snippets = await h.query<{ delivery_id: number; response_snippet: string }>(
+      "SELECT delivery_id, response_snippet FROM webhook_attempts WHERE delivery_id = ANY($1::bigint[])", [[split, nul]])
+    expect(Object.fromEntries(snippets.map((r) => [r.delivery_id, r.response_snippet]))).toEqual({
+      [split]: `${"a".repeat(511)}\uFFFD`,
+      [nul]: "okdone"
+    })
+  })
+
   it("redelivery of a failed delivery resets the cycle and keeps the history", async () => {
     receiver.reply(() => ({ status: 410 }))
     const { session, webhookId } = await setup()
