@@ -76,6 +76,20 @@ describe("the hot read path", () => {
     expect(h.hotReadsServed()).toBeGreaterThan(200)
   })
 
+  it("counts a refused request once in each window, as the full stack does (not once more for the hot path's try)", async () => {
+    const session = await h.signup({ plan: "pro" })
+    await h.query("UPDATE accounts SET overrides = $1 WHERE id = $2", [JSON.stringify({ requestsPerMinute: 300, requestsPerDay: 320 }), session.accountId])
+    const token = await h.createToken(session, ["read"])
+    h.clock.set(Date.parse("2026-11-22T10:00:05.000Z"))
+    for (let i = 0; i < 300; i++) expect((await h.request("/me", { token })).status).toBe(200)
+    // Over the minute's limit: each refusal also counts once against the day (310 of 320 then).
+    for (let i = 0; i < 10; i++) expectProblem(await h.request("/me", { token }), 429, "rate_limited")
+    h.clock.advance("61 seconds")
+    const next = await h.request("/me", { token })
+    expect(next.status, next.text).toBe(200)
+    expect(Number(next.headers.get("ratelimit-remaining"))).toBe(320 - 311)
+  })
+
   it("renews a busy token's request-limit block ahead of need, keeping the count exact", async () => {
     const session = await h.signup({ plan: "pro" })
     await h.query("UPDATE accounts SET overrides = $1 WHERE id = $2", [JSON.stringify({ requestsPerMinute: 10_000 }), session.accountId])

@@ -80,7 +80,11 @@ const PrefetchFrom = 16
 export class RateLimiter extends Context.Service<RateLimiter, {
   readonly hit: (key: string, windows: ReadonlyArray<Window>) => Effect.Effect<Decision>
   readonly peek: (key: string, windows: ReadonlyArray<Window>) => Effect.Effect<Decision>
-  /** `hit` at `at` (epoch ms) when every window can be counted from this process's leases; undefined, counting nothing, when one needs the database. */
+  /**
+   * `hit` at `at` (epoch ms) when every window still has requests left in this process's leases;
+   * undefined, counting nothing, when one has none (a block to take from the database, or the
+   * window used up): then `hit` counts the request, and refuses it.
+   */
   readonly tryHit: (key: string, windows: ReadonlyArray<Window>, at: number) => Decision | undefined
   readonly sweep: Effect.Effect<number>
 }>()("burnbox/RateLimiter") {
@@ -171,7 +175,9 @@ export class RateLimiter extends Context.Service<RateLimiter, {
         const start = windowStart(at, window.seconds)
         return { id, window, start, lease: leaseFor(id, window, start) }
       })
-      if (held.some((h) => needsLease(h.lease))) return undefined
+      // Nothing left in a block (to renew, or the window is used up): the caller goes the full
+      // way, which counts this request itself, so nothing is counted here.
+      if (held.some((h) => h.lease.unused === 0)) return undefined
       const decision = decide(held.map((h) => countLocal(h.lease, h.window, h.start, at)))
       for (const h of held) prefetch(h.id, h.lease, h.window)
       return decision
