@@ -22,9 +22,21 @@ const route = (endpoint: (typeof group.endpoints)[keyof typeof group.endpoints],
   const access = requiredAccess(endpoint, group)
   // Snapshots are immutable: each one's body is encoded once.
   const bodies = new WeakMap<AccountRow, string>()
-  const body = (account: AccountRow) => {
+  /**
+   * The body, or undefined when the stored account does not encode (a row its schema refuses).
+   * This runs inside Node's request dispatch, where a throw would take the process down: such a
+   * request goes to the full stack, which answers it as it answers any other failure.
+   */
+  const body = (account: AccountRow): string | undefined => {
     let encoded = bodies.get(account)
-    if (encoded === undefined) bodies.set(account, encoded = encode(account))
+    if (encoded === undefined) {
+      try {
+        encoded = encode(account)
+      } catch {
+        return undefined
+      }
+      bodies.set(account, encoded)
+    }
     return encoded
   }
   return { scope: access === undefined || access.scope === "session" ? undefined : access.scope, body }
@@ -64,10 +76,11 @@ export class HotReads extends Context.Service<HotReads, {
       if (tokens.touchDue(grant.id, at)) return false
       const account = snapshots.peek(grant.accountId, at)
       if (account === undefined) return false
+      const body = found.body(account)
+      if (body === undefined) return false
       // Last: counting the request is the one step that changes something.
       const decision = limiter.tryHit(`token:${grant.id}`, tokenWindows(grant), at)
       if (decision === undefined || !decision.allowed) return false
-      const body = found.body(account)
       response.writeHead(200, {
         "content-type": "application/json",
         "content-length": Buffer.byteLength(body),

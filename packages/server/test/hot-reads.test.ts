@@ -90,6 +90,20 @@ describe("the hot read path", () => {
     expect(Number(next.headers.get("ratelimit-remaining"))).toBe(320 - 311)
   })
 
+  it("leaves an account its schema cannot encode to the full stack, and keeps serving", async () => {
+    const session = await h.signup({ plan: "pro" })
+    const token = await h.createToken(session, ["read"])
+    // A hand-edited row the Account schema refuses: not an email address.
+    const [{ email }] = await h.query<{ email: string }>("SELECT email FROM accounts WHERE id = $1", [session.accountId]) as [{ email: string }]
+    await h.query("UPDATE accounts SET email = 'not an address' WHERE id = $1", [session.accountId])
+    const served = h.hotReadsServed()
+    const answers = [await h.request("/me", { token }), await h.request("/me", { token })]
+    for (const answer of answers) expectProblem(answer, 500, "internal_error")
+    expect(h.hotReadsServed()).toBe(served)
+    await h.query("UPDATE accounts SET email = $1 WHERE id = $2", [email, session.accountId])
+    expect((await h.request("/me", { token })).status).toBe(200)
+  })
+
   it("renews a busy token's request-limit block ahead of need, keeping the count exact", async () => {
     const session = await h.signup({ plan: "pro" })
     await h.query("UPDATE accounts SET overrides = $1 WHERE id = $2", [JSON.stringify({ requestsPerMinute: 10_000 }), session.accountId])
