@@ -37,11 +37,16 @@ import { SqlClient } from "effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { WebhookTransport } from "./WebhookTransport.ts"
 
-/** A claim older than this belongs to a worker that died (an attempt takes at most 15 s). */
-export const DeliveryLeaseMs = 60_000
 /** Deliveries claimed at a time, and attempted concurrently within a claim. */
 const BatchSize = 256
 const Concurrency = 64
+/**
+ * A claim older than this belongs to a worker that died. A claim's outcomes are recorded when
+ * all its attempts are done: up to BatchSize / Concurrency attempts one after another, each at
+ * most DeliveryTimeoutMs, with 30 s more for the target checks and the recording, so a living
+ * worker's claim is never taken (and sent twice) while it is still at work.
+ */
+export const DeliveryLeaseMs = Math.ceil(BatchSize / Concurrency) * DeliveryTimeoutMs + 30_000
 /** Outbox events turned into deliveries per transaction. */
 const DispatchBatchSize = 500
 

@@ -15,6 +15,7 @@ import {
   startReceiver
 } from "@burnbox/testkit"
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest"
+import { DeliveryLeaseMs } from "@burnbox/worker"
 
 let h: Harness
 let receiver: Receiver
@@ -215,7 +216,9 @@ describe("a worker that dies mid-delivery", () => {
     expect((await delivery(id)).status).toBe("delivering")
     // While the lease holds, nobody else takes it.
     expect((await worker.runOnce()).attempted).toBe(0)
-    h.clock.advance("61 seconds")
+    h.clock.advance(DeliveryLeaseMs - 1_000)
+    expect((await worker.runOnce()).attempted).toBe(0)
+    h.clock.advance(2_000)
     expect((await worker.runOnce()).attempted).toBe(1)
     expect(await delivery(id)).toMatchObject({ status: "succeeded", attempt_count: 1 })
     expect(receiver.requests).toHaveLength(1)
