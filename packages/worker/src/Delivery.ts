@@ -35,11 +35,11 @@ import { BurnboxConfig, checkTarget, decryptEndpointSecret, now, OutboxChannel, 
 import { Effect, Layer, Option, Queue, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import { PgClient } from "@effect/sql-pg"
-import { WebhookTransport } from "./WebhookTransport.ts"
+import { ConnectionsPerTarget, WebhookTransport } from "./WebhookTransport.ts"
 
 /** Deliveries claimed at a time, and attempted concurrently within a claim. */
 const BatchSize = 256
-const Concurrency = 64
+const Concurrency = ConnectionsPerTarget
 /**
  * A claim older than this belongs to a worker that died. A claim's outcomes are recorded when
  * all its attempts are done: up to BatchSize / Concurrency attempts one after another, each at

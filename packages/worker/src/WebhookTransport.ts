@@ -35,8 +35,12 @@ const SnippetChars = 512
 const IdleConnectionMs = 4_000
 /** A pool unused this long is closed and forgotten. */
 const IdlePoolMs = 60_000
-/** At most this many connections to one target at a time. */
-export const ConnectionsPerTarget = 32
+/**
+ * At most this many connections to one target at a time. Delivery attempts no more at once, so
+ * no attempt's timeout runs while it waits for a connection (a false timeout would count toward
+ * disabling the endpoint).
+ */
+export const ConnectionsPerTarget = 64
 
 /**
  * `sha256/<base64 SHA-256 of the DER SubjectPublicKeyInfo>` of a certificate. Taken from the
