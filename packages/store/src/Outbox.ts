@@ -1,6 +1,6 @@
 import { type EventAlias, eventId, type EventType } from "@burnbox/domain"
 import { Effect } from "effect"
-import type { SqlClient } from "effect/sql"
+import type { SqlClient, Statement } from "effect/sql"
 
 /** Notified (at commit) whenever an event is appended, so delivery starts at once. */
 export const OutboxChannel = "burnbox_events"
@@ -14,8 +14,7 @@ export interface NewEvent {
 }
 
 /**
- * An event as a row of `events`, for `json_to_recordset(...) AS e(id text, account_id int,
- * alias_id int, type text, time timestamptz, data jsonb)`: its id is made here.
+ * An event as a row of `events` (for `insertEventRecords`): its id is made here.
  */
 export const eventRecord = (event: NewEvent) => ({
   id: eventId(event.time.getTime()),
@@ -27,18 +26,31 @@ export const eventRecord = (event: NewEvent) => ({
 })
 
 /**
+ * The statement that inserts `records` (`eventRecord`s) into `events`, those `where` keeps
+ * (it may test the recordset's columns as `e.*`; `message_id` is there for records that carry
+ * one). A statement of its own, or a data-modifying step of a larger one.
+ */
+export const insertEventRecords = (
+  sql: SqlClient.SqlClient,
+  records: ReadonlyArray<ReturnType<typeof eventRecord> & { readonly message_id?: number }>,
+  where: Statement.Fragment = sql`true`
+) =>
+  sql`
+    INSERT INTO events (id, account_id, alias_id, type, time, data)
+    SELECT e.id, e.account_id, e.alias_id, e.type, e.time, e.data
+    FROM json_to_recordset(${JSON.stringify(records)}::json)
+      AS e(id text, account_id int, alias_id int, type text, time timestamptz, data jsonb, message_id int)
+    WHERE ${where}`
+
+/**
  * Appends events to the durable outbox with one statement (and one notification). Call it
  * inside the transaction that makes the change the events report, so both commit or neither does.
- * (A statement that appends events itself, from `eventRecord`s, notifies `OutboxChannel` likewise.)
+ * (A statement that appends events itself, with `insertEventRecords`, notifies `OutboxChannel` likewise.)
  */
 export const appendEvents = (sql: SqlClient.SqlClient, events: ReadonlyArray<NewEvent>) =>
   events.length === 0
     ? Effect.void
-    : sql`
-    INSERT INTO events (id, account_id, alias_id, type, time, data)
-    SELECT e.id, e.account_id, e.alias_id, e.type, e.time, e.data
-    FROM json_to_recordset(${JSON.stringify(events.map(eventRecord))}::json)
-      AS e(id text, account_id int, alias_id int, type text, time timestamptz, data jsonb)`.pipe(
+    : insertEventRecords(sql, events.map(eventRecord)).pipe(
       Effect.andThen(sql`SELECT pg_notify(${OutboxChannel}, '')`),
       Effect.orDie,
       Effect.asVoid

@@ -18,7 +18,7 @@
 import { PgClient } from "@effect/sql-pg"
 import { type EventAlias } from "@burnbox/domain"
 import { analyzeMessage, type MessageAnalysis, parseMessage, type ParsedMessage } from "@burnbox/domain/mail/index"
-import { BurnboxConfig, eventRecord, type NewEvent, now, OutboxChannel, pgText, PipelineChannel } from "@burnbox/store"
+import { BurnboxConfig, eventRecord, insertEventRecords, type NewEvent, now, OutboxChannel, pgText, PipelineChannel } from "@burnbox/store"
 import { Deferred, Effect, Layer, Queue, Semaphore } from "effect"
 import { type AuthResults, authenticateMail, noAuth } from "./MailAuth.ts"
 import { SqlClient } from "effect/sql"
@@ -206,13 +206,11 @@ export class Pipeline {
           ON CONFLICT (id, account_id) DO UPDATE
           SET has_attachments = excluded.has_attachments, trashed_at = excluded.trashed_at,
               archived = excluded.archived, search = excluded.search),
-        appended AS (
-          INSERT INTO events (id, account_id, alias_id, type, time, data)
-          SELECT e.id, e.account_id, e.alias_id, e.type, e.time, e.data
-          FROM json_to_recordset(${JSON.stringify(batch.flatMap((ready) =>
-            eventsOf(ready, at).map((event) => ({ message_id: ready.message.id, ...eventRecord(event) }))
-          ))}::json) AS e(message_id int, id text, account_id int, alias_id int, type text, time timestamptz, data jsonb)
-          WHERE e.message_id IN (SELECT id FROM stored))
+        appended AS (${insertEventRecords(
+          sql,
+          batch.flatMap((ready) => eventsOf(ready, at).map((event) => ({ message_id: ready.message.id, ...eventRecord(event) }))),
+          sql`e.message_id IN (SELECT id FROM stored)`
+        )})
         -- Notifications go out at commit; the outbox's repeated one is sent once (same payload).
         SELECT s.id,
                pg_notify(${RealtimeChannel}, '{"accountId":' || s.account_id || ',"messageId":' || s.id || '}'),
