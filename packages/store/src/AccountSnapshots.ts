@@ -39,27 +39,31 @@ export class AccountSnapshots extends Context.Service<AccountSnapshots, {
     const accounts = yield* Accounts
     const pg = yield* PgClient.PgClient
     const snapshots = new Map<number, Snapshot>()
-    /** Bumped by every forget, so a read that started before it is not kept. */
+    /** Bumped by every forget of the account, so a read of it that started before is not kept. */
     const generations = new Map<number, number>()
+    /** Bumped by every forgetAll, so no read that started before it is kept (of any account, read before or not). */
+    let epoch = 0
     let listening = false
 
+    const forgetAll = () => {
+      snapshots.clear()
+      generations.clear()
+      epoch++
+    }
     const forget = (id: number) => {
       snapshots.delete(id)
       generations.set(id, (generations.get(id) ?? 0) + 1)
-    }
-    const forgetAll = () => {
-      for (const id of [...snapshots.keys(), ...generations.keys()]) forget(id)
-      // Bounded: generations only matter while a read is in flight.
-      if (generations.size > 100_000) generations.clear()
+      // Bounded: clearing the counts would let an older read match again, so all of it goes.
+      if (generations.size > 100_000) forgetAll()
     }
 
     /** Reads the account and keeps it, unless it was forgotten meanwhile. */
     const load = (id: number) =>
       Effect.gen(function*() {
         const at = (yield* now).getTime()
-        const generation = generations.get(id) ?? 0
+        const started = { epoch, generation: generations.get(id) ?? 0 }
         const row = yield* accounts.get(id)
-        if (row !== undefined && listening && (generations.get(id) ?? 0) === generation) {
+        if (row !== undefined && listening && epoch === started.epoch && (generations.get(id) ?? 0) === started.generation) {
           if (snapshots.size >= 50_000) snapshots.clear()
           snapshots.set(id, { row, loadedAt: at })
         }
