@@ -22,7 +22,7 @@ export const NegativeTtlMs = 60_000
 /** How long a failed lookup (timeout, refused, server failure) is reused, so a dead resolver costs one wait per name. */
 export const FailureTtlMs = 30_000
 const MaxCachedNames = 10_000
-const NegativeCodes = new Set(["ENOTFOUND", "ENODATA", "NXDOMAIN"])
+const NegativeCodes = new Set(["ENOTFOUND", "ENODATA"])
 
 /**
  * A resolver that remembers answers and failures (per name and record type), and shares one
@@ -35,10 +35,8 @@ export const cachingResolver = (resolve: Resolve, clock: () => number = Date.now
     const at = clock()
     const found = entries.get(key)
     if (found !== undefined && found.until > at) return found.answer
-    if (entries.size >= MaxCachedNames) {
-      for (const [k, e] of entries) if (e.until <= at) entries.delete(k)
-      if (entries.size >= MaxCachedNames) entries.clear()
-    }
+    // Full: the name looked up first goes (a Map keeps insertion order), one step, not a scan per lookup.
+    if (entries.size >= MaxCachedNames) entries.delete(entries.keys().next().value!)
     // Until it settles the lookup is shared; then it is kept for its TTL.
     const answer = resolve(name, rrtype)
     entries.set(key, { until: Number.POSITIVE_INFINITY, answer })
