@@ -69,8 +69,9 @@ const searchesIndex = (query: SearchQuery | undefined, trashed: boolean): boolea
   query.from.length === 0 && query.to.length === 0 && query.subject.length === 0
 
 /**
- * The SQL conditions of the filters (without the cursor), or the 422 of a bad `q`, and whether
- * they read the search index. They read one row `m` alone: reader state and the alias's domain
+ * The SQL conditions of the filters (without the cursor), or the 422 of a bad `q`, whether
+ * they read the search index, whether they look for one word, and `view`: the first of them alone (the account, the trash or
+ * not, the archive or not), which every row of the list meets. They read one row `m` alone: reader state and the alias's domain
  * are tested with EXISTS, so the count for `total` needs no join, and the page query joins only
  * for its columns. `m` is `messages`, or when `indexed` `message_search`, which has the same
  * names for what the conditions read, holds the processed mail (its indexes only what is outside
@@ -161,7 +162,10 @@ export const listConditions = (sql: SqlClient.SqlClient, accountId: number, filt
     }
     /** The view whose `total` mailbox_counts keeps (migration 0007), when nothing narrows it further. */
     const counted: CountedView | undefined = conditions.length > viewConditions ? undefined : trashed ? "trash" : archived ? "archive" : "mailbox"
-    return { where: sql.and(conditions), indexed, counted }
+    const wanted = query?.terms.filter((t) => !t.negated) ?? []
+    /** Whether a row is listed for one word it has (besides any other filter): no phrase, no second word. */
+    const oneWord = wanted.length === 1 && wanted[0]!.kind !== "phrase"
+    return { where: sql.and(conditions), view: sql.and(conditions.slice(0, viewConditions)), indexed, oneWord, counted }
   })
 
 export type { MessageSummary }

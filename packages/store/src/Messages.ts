@@ -10,9 +10,6 @@ interface DetailRow {
   id: number
   source: "smtp" | "test"
   alias_id: number
-  local_part: string
-  domain: string
-  label: string | null
   sender_name: string | null
   sender_address: string
   envelope_from: string | null
@@ -40,17 +37,18 @@ interface DetailRow {
 
 type SummaryRow = Omit<DetailRow, "headers" | "text_body" | "has_html" | "verification_links">
 type TagRow = { id: number; name: string; color: string | null }
+type AliasRow = { id: number; local_part: string; domain: string; label: string | null }
 
 /** The sender as the message shows it: the From address, else the envelope sender. */
 export const senderAddressOf = (row: { readonly sender_address: string; readonly envelope_from: string | null }): string =>
   row.sender_address || row.envelope_from || UNKNOWN_SENDER_ADDRESS
 
-const toSummary = (row: SummaryRow, tags: ReadonlyArray<TagRow>): MessageSummary => {
+const toSummary = (row: SummaryRow, alias: AliasRow, tags: ReadonlyArray<TagRow>): MessageSummary => {
   const isRead = row.is_read ?? false
   return {
     id: row.id,
     source: row.source,
-    alias: { id: row.alias_id, address: `${row.local_part}@${row.domain}`, label: row.label, domain: row.domain },
+    alias: { id: row.alias_id, address: `${alias.local_part}@${alias.domain}`, label: alias.label, domain: alias.domain },
     sender: { name: row.sender_name, address: senderAddressOf(row) },
     subject: row.subject,
     snippet: row.snippet,
@@ -74,7 +72,16 @@ const toSummary = (row: SummaryRow, tags: ReadonlyArray<TagRow>): MessageSummary
   }
 }
 
-const summaryColumns = `m.id, m.source, m.alias_id, al.local_part, d.name AS domain, al.label, m.sender_name, m.sender_address,
+/** How many rows of the mailbox a search's first try walks for each row of its page (`list`). */
+const walkBreadth = 10
+
+/**
+ * A summary's columns of `messages` (m) and the reader's marks (s): its alias and tags are read
+ * after, for the rows of the page only (`summariesOf`). Joining aliases and domains here cost
+ * more to plan (~2 ms, every time: PostgreSQL keeps custom plans for these statements) than the
+ * page took to run.
+ */
+const summaryColumns = `m.id, m.source, m.alias_id, m.sender_name, m.sender_address,
   m.envelope_from, m.subject, m.snippet, m.received_at, m.expires_at, m.size_bytes, s.is_read, s.starred, s.pinned,
   s.archived, m.trashed_at, m.trash_purge_at, m.has_attachments, m.spam_score, m.auth, m.otp_codes, m.processing_status`
 
@@ -102,6 +109,27 @@ export class Messages extends Context.Service<Messages, {
             })
           )
 
+    const aliasesOf = (ids: ReadonlyArray<number>) =>
+      ids.length === 0
+        ? Effect.succeed(new Map<number, AliasRow>())
+        : sql<AliasRow>`
+            SELECT al.id, al.local_part, (SELECT d.name FROM domains d WHERE d.id = al.domain_id) AS domain, al.label
+            FROM aliases al WHERE al.id IN ${sql.in([...new Set(ids)])}`.pipe(
+            Effect.orDie,
+            Effect.flatMap((rows) => {
+              const aliases = new Map(rows.map((row) => [row.id, row]))
+              // A message's alias outlives it (messages.alias_id references aliases ON DELETE CASCADE).
+              return ids.every((id) => aliases.has(id)) ? Effect.succeed(aliases) : Effect.die(new Error("a message's alias is missing"))
+            })
+          )
+
+    /** The rows as their reader sees them, with their aliases and tags. */
+    const summariesOf = <Row extends SummaryRow>(accountId: number, rows: ReadonlyArray<Row>) =>
+      Effect.map(
+        Effect.all([aliasesOf(rows.map((r) => r.alias_id)), tagsOf(accountId, rows.map((r) => r.id))], { concurrency: 2 }),
+        ([aliases, tags]) => rows.map((row) => ({ row, summary: toSummary(row, aliases.get(row.alias_id)!, tags.get(row.id) ?? []) }))
+      )
+
     /**
      * A statement on the search index, planned without sequential scans. Its rows are narrow
      * (migration 0012), so the planner prices reading a whole partition as cheap, not knowing
@@ -116,15 +144,17 @@ export class Messages extends Context.Service<Messages, {
      * plain mailbox, archive and trash; else the messages counted.
      */
     const totalOf = (accountId: number, where: Statement.Fragment, indexed: boolean, view: CountedView | undefined) => {
-      if (indexed) return onSearchIndex(sql<{ total: number }>`SELECT count(*)::int AS total FROM message_search m WHERE ${where}`.unprepared)
-      if (view === undefined) return sql<{ total: number }>`SELECT count(*)::int AS total FROM messages m WHERE ${where}`
-      const kept = view === "mailbox" ? sql`in_mailbox - archived` : view === "archive" ? sql`archived` : sql`trashed`
-      return sql<{ total: number }>`SELECT coalesce((SELECT ${kept} FROM mailbox_counts WHERE account_id = ${accountId}), 0) AS total`
+      const counted = indexed
+        ? onSearchIndex(sql<{ total: number }>`SELECT count(*)::int AS total FROM message_search m WHERE ${where}`.unprepared)
+        : view === undefined
+        ? sql<{ total: number }>`SELECT count(*)::int AS total FROM messages m WHERE ${where}`
+        : sql<{ total: number }>`SELECT coalesce((SELECT ${view === "mailbox" ? sql`in_mailbox - archived` : view === "archive" ? sql`archived` : sql`trashed`} FROM mailbox_counts WHERE account_id = ${accountId}), 0) AS total`
+      return Effect.map(counted, (rows) => rows[0]!.total)
     }
 
     const list = Effect.fn("Messages.list")(function*(accountId: number, filters: ListFilters & { readonly cursor?: string; readonly limit?: number }) {
       const { cursor, limit = 50, ...rest } = filters
-      const { where, indexed, counted: view } = yield* listConditions(sql, accountId, rest)
+      const { where, view, indexed, oneWord, counted } = yield* listConditions(sql, accountId, rest)
       const newest = (rest.sort ?? "newest") === "newest"
       let position: { receivedAt: string; id: number } | undefined
       if (cursor !== undefined) {
@@ -137,46 +167,62 @@ export class Messages extends Context.Service<Messages, {
         ? sql`(m.received_at, m.id) < (${new Date(position.receivedAt)}, ${position.id})`
         : sql`(m.received_at, m.id) > (${new Date(position.receivedAt)}, ${position.id})`
       const order = newest ? sql`m.received_at DESC, m.id DESC` : sql`m.received_at ASC, m.id ASC`
-      const joins = sql`
-        JOIN aliases al ON al.id = m.alias_id
-        JOIN domains d ON d.id = al.domain_id
-        LEFT JOIN message_states s ON s.message_id = m.id AND s.account_id = ${accountId}`
+      const readerMarks = sql`LEFT JOIN message_states s ON s.message_id = m.id AND s.account_id = ${accountId}`
+      /** The page's rows read from messages, in order, for `ids`: a query of its ids in the search index. */
+      const pageOf = (ids: Statement.Fragment, extra = sql``) =>
+        sql`SELECT ${sql.literal(summaryColumns)}${extra} FROM (${ids}) page JOIN messages m ON m.id = page.id ${readerMarks} ORDER BY ${order}`
+      const total = totalOf(accountId, where, indexed, counted)
       type Found = readonly [ReadonlyArray<SummaryRow>, number]
-      // A search reads its matches in the search index once, for both `total` and the page (a
-      // count visits every match anyway; walking an index newest first would fetch each
-      // candidate's words out of line to test them), then the page from messages. Unprepared,
+      /** The matches of a search, from the search index (its GIN index), for the page and the total. */
+      const matches = sql`WITH matches AS MATERIALIZED (SELECT m.id, m.received_at FROM message_search m WHERE ${where})`
+      const matchesPage = sql`SELECT m.id, m.received_at FROM matches m WHERE ${after} ORDER BY ${order} LIMIT ${limit + 1}`
+      // How a search finds its page and `total` (`q` on the mailbox: plans in bench-list.ts):
+      // - One word. Two statements at once. One walks the mailbox in the list's order
+      //   from the cursor (migration 0015), testing each row's words, at most `walkBreadth` rows
+      //   for each row of the page: for a word in a tenth of the mailbox or more, that finds the
+      //   page within a few hundred rows. The other counts the matches. When the walk comes short
+      //   (a rarer word, or the end of the mailbox), the page is read from the matches, sorted.
+      // - Several words, which together rarely match much, or a phrase, whose matches are each
+      //   tested against the row's words out of line: one statement reads the matches once, for
+      //   both the page and the total.
+      // Reading and sorting every match for the page costs about what counting them does, and
+      // walking further would fetch each candidate's words out of line to test them. Unprepared,
       // so each search is planned for its words. A page past the last match has no row to carry
       // the total: it is counted alone.
-      const searched: Effect.Effect<Found, SqlError.SqlError> = onSearchIndex(sql<SummaryRow & { total: number }>`
-        WITH matches AS MATERIALIZED (SELECT m.id, m.received_at FROM message_search m WHERE ${where})
-        SELECT ${sql.literal(summaryColumns)}, (SELECT count(*)::int FROM matches) AS total
-        FROM (SELECT m.id, m.received_at FROM matches m WHERE ${after} ORDER BY ${order} LIMIT ${limit + 1}) page
-        JOIN messages m ON m.id = page.id ${joins}
-        ORDER BY ${order}`.unprepared).pipe(
-        Effect.flatMap((rows) =>
-          rows[0] !== undefined
-            ? Effect.succeed([rows, rows[0].total] as const)
-            : Effect.map(totalOf(accountId, where, indexed, view), (counted) => [rows, counted[0]!.total] as const)
+      const walked = sql<SummaryRow>`${
+        pageOf(sql`
+          SELECT m.id, m.received_at FROM (
+            SELECT m.id, m.account_id, m.alias_id, m.received_at, m.has_attachments, m.trashed_at, m.archived, m.search
+            FROM message_search m WHERE ${view} AND ${after} ORDER BY ${order} LIMIT ${walkBreadth * (limit + 1)}
+          ) m WHERE ${where} ORDER BY ${order} LIMIT ${limit + 1}`)
+      }`.unprepared
+      const sorted = onSearchIndex(sql<SummaryRow>`${matches} ${pageOf(matchesPage)}`.unprepared)
+      const searched: Effect.Effect<Found, SqlError.SqlError> = oneWord
+        ? Effect.flatMap(
+          Effect.all([walked, total], { concurrency: 2 }),
+          ([rows, counted]) => rows.length > limit ? Effect.succeed([rows, counted] as const) : Effect.map(sorted, (page) => [page, counted] as const)
         )
-      )
+        : onSearchIndex(sql<SummaryRow & { total: number }>`${matches} ${pageOf(matchesPage, sql`, (SELECT count(*)::int FROM matches) AS total`)}`.unprepared).pipe(
+          Effect.flatMap((rows) => rows[0] !== undefined ? Effect.succeed([rows, rows[0].total] as const) : Effect.map(total, (t) => [rows, t] as const))
+        )
       const listed: Effect.Effect<Found, SqlError.SqlError> = Effect.all([
         sql<SummaryRow>`
-          SELECT ${sql.literal(summaryColumns)} FROM messages m ${joins}
+          SELECT ${sql.literal(summaryColumns)} FROM messages m ${readerMarks}
           WHERE ${where} AND ${after}
           ORDER BY ${order}
           LIMIT ${limit + 1}`,
-        Effect.map(totalOf(accountId, where, indexed, view), (counted) => counted[0]!.total)
+        total
       ], { concurrency: 2 })
-      const [rows, total] = yield* (indexed ? searched : listed).pipe(Effect.orDie)
-      const page = rows.slice(0, limit)
-      const tags = yield* tagsOf(accountId, page.map((r) => r.id))
-      const last = page[page.length - 1]
+      const found = indexed ? searched : listed
+      const [rows, totalFound] = yield* Effect.orDie(found)
+      const page = yield* summariesOf(accountId, rows.slice(0, limit))
+      const last = page[page.length - 1]?.row
       return {
-        items: page.map((row) => toSummary(row, tags.get(row.id) ?? [])),
+        items: page.map((p) => p.summary),
         nextCursor: rows.length > limit && last !== undefined
           ? encodeCursor(keyring, rest, { receivedAt: last.received_at.toISOString(), id: last.id })
           : null,
-        total
+        total: totalFound
       } satisfies MessagePage
     })
 
@@ -185,17 +231,15 @@ export class Messages extends Context.Service<Messages, {
         SELECT ${sql.literal(summaryColumns)},
                m.headers, m.text_body, m.html_sanitized IS NOT NULL AS has_html, m.verification_links
         FROM messages m
-        JOIN aliases al ON al.id = m.alias_id
-        JOIN domains d ON d.id = al.domain_id
         LEFT JOIN message_states s ON s.message_id = m.id AND s.account_id = ${accountId}
         WHERE m.id = ${id} AND m.account_id = ${accountId}`.pipe(Effect.orDie)
       const row = rows[0]
       if (row === undefined) return undefined
-      const [attachments, tags, alwaysLoad] = yield* Effect.all([
+      const [[summary], attachments, alwaysLoad] = yield* Effect.all([
+        summariesOf(accountId, [row]),
         sql<{ id: number; filename: string; mime_type: string; size_bytes: number; dangerous: boolean; previewable: boolean }>`
           SELECT id, filename, mime_type, size_bytes, dangerous, previewable FROM attachments WHERE message_id = ${id} ORDER BY position`
           .pipe(Effect.orDie),
-        tagsOf(accountId, [id]).pipe(Effect.map((byMessage) => byMessage.get(id) ?? [])),
         sql<{ always_load: boolean }>`
           SELECT always_load FROM remote_image_preferences
           WHERE account_id = ${accountId} AND sender = ${senderAddressOf(row).toLowerCase()}`.pipe(
@@ -206,7 +250,7 @@ export class Messages extends Context.Service<Messages, {
       const url = `${baseUrl}/messages/${row.id}`
       const htmlUrl = row.has_html ? `${url}/html` : null
       return {
-        ...toSummary(row, tags),
+        ...summary!.summary,
         headers: row.headers,
         textBody: row.text_body,
         htmlUrl,
