@@ -71,9 +71,12 @@ const out = (line = "") => process.stdout.write(line + "\n")
 // The SQL of GET /messages (packages/store/src/Messages.ts `list` and MessageList.ts
 // `listConditions`), default filters (not trashed, not archived), newest first.
 
-const summaryColumns = `m.id, m.source, m.alias_id, al.local_part, d.name AS domain, al.label, m.sender_name, m.sender_address,
+const summaryColumns = `m.id, m.source, m.alias_id, m.sender_name, m.sender_address,
   m.envelope_from, m.subject, m.snippet, m.received_at, m.expires_at, m.size_bytes, s.is_read, s.starred, s.pinned,
   s.archived, m.trashed_at, m.trash_purge_at, m.has_attachments, m.spam_score, m.auth, m.otp_codes, m.processing_status`
+
+/** Rows of the mailbox a one-word search walks for each row of its page (Messages.ts walkBreadth). */
+const walkBreadth = 10
 
 interface Shape {
   readonly accountId: number
@@ -86,16 +89,30 @@ interface Shape {
  * A statement as the service sends it: the text with $n placeholders in the order the Effect
  * SQL template numbers them, the parameter types @effect/sql-pg binds (integers int4, booleans
  * bool, Dates timestamptz, strings untyped, so text here), and the values as SQL literals.
+ * `searchIndex`: sent unprepared (planned for its values) and, unless it is the walk, planned
+ * with enable_seqscan off (Messages.ts onSearchIndex).
  */
 interface Statement {
   readonly text: string
   readonly types: ReadonlyArray<string>
   readonly values: ReadonlyArray<string>
+  readonly unprepared: boolean
+  readonly seqscanOff: boolean
 }
+
+/**
+ * The statements of GET /messages (Messages.ts `list`):
+ * - `page`: the page. Without `q`, read from messages. For one word, the walk of the mailbox in
+ *   list order (at most walkBreadth x (limit + 1) rows), sent with `count` at once. For several
+ *   words, the matches read once from the GIN index for the page and the total.
+ * - `count`: the total (mailbox_counts without `q`; the search index counted for one word).
+ * - `sorted`: one word whose walk came short: the page from all matches, sorted.
+ */
+type Kind = "page" | "count" | "sorted"
 
 const quote = (s: string) => `'${s.replaceAll("'", "''")}'`
 
-const statementOf = (shape: Shape, kind: "page" | "count"): Statement => {
+const statementOf = (shape: Shape, kind: Kind): Statement => {
   const types: Array<string> = []
   const values: Array<string> = []
   const p = (type: string, value: string) => {
@@ -103,55 +120,49 @@ const statementOf = (shape: Shape, kind: "page" | "count"): Statement => {
     values.push(value)
     return `$${types.length}`
   }
-  // `total` of the plain mailbox comes from the counts kept by triggers (migration 0007).
-  if (kind === "count" && shape.terms.length === 0) {
-    return { text: `SELECT coalesce((SELECT in_mailbox - archived FROM mailbox_counts WHERE account_id = ${p("int4", String(shape.accountId))}), 0) AS total`, types, values }
-  }
-  // A search reads the search index message_search (migrations 0010, 0012), whose indexes hold only mail outside the trash.
   const indexed = shape.terms.length > 0
-  const where = () => {
-    const account = String(shape.accountId)
-    const conditions = indexed
-      ? [
-        `m.account_id = ${p("int4", account)}`,
-        "m.trashed_at IS NULL",
-        "NOT m.archived",
-        ...shape.terms.map((t) => `m.search @@ account_tsquery(${p("int4", account)}, plainto_tsquery('simple', ${p("text", quote(t))}))`)
-      ]
+  const done = (text: string, seqscanOff = indexed): Statement => ({ text, types, values, unprepared: indexed, seqscanOff })
+  // `total` of the plain mailbox comes from the counts kept by triggers (migration 0007).
+  if (kind === "count" && !indexed) {
+    return done(`SELECT coalesce((SELECT in_mailbox - archived FROM mailbox_counts WHERE account_id = ${p("int4", String(shape.accountId))}), 0) AS total`)
+  }
+  const account = String(shape.accountId)
+  // A search reads the search index message_search (migrations 0010, 0012, 0015), whose indexes hold only mail outside the trash.
+  const view = () =>
+    indexed
+      ? [`m.account_id = ${p("int4", account)}`, "m.trashed_at IS NULL", "NOT m.archived"]
       : [
         `m.account_id = ${p("int4", account)}`,
         "m.trashed_at IS NULL",
         `NOT EXISTS (SELECT 1 FROM message_states s WHERE s.message_id = m.id AND s.account_id = ${p("int4", account)} AND s.archived)`
       ]
-    return `(${conditions.join(" AND ")})`
-  }
-  if (kind !== "page") return { text: `SELECT count(*)::int AS total FROM ${indexed ? "message_search" : "messages"} m WHERE ${where()}`, types, values }
-  const joins = () => `
-        JOIN aliases al ON al.id = m.alias_id
-        JOIN domains d ON d.id = al.domain_id
-        LEFT JOIN message_states s ON s.message_id = m.id AND s.account_id = ${p("int4", String(shape.accountId))}`
+  const where = () =>
+    `(${[...view(), ...shape.terms.map((t) => `m.search @@ account_tsquery(${p("int4", account)}, plainto_tsquery('simple', ${p("text", quote(t))}))`)].join(" AND ")})`
+  if (kind === "count") return done(`SELECT count(*)::int AS total FROM message_search m WHERE ${where()}`)
   const after = () => shape.after === undefined
     ? "true"
     : `(m.received_at, m.id) < (${p("timestamptz", `${quote(shape.after.receivedAt)}::timestamptz`)}, ${p("int4", String(shape.after.id))})`
   const order = "m.received_at DESC, m.id DESC"
-  // A search: one statement for the page and its total (the count alone answers only a page past the last match).
-  if (indexed) {
-    const matches = `SELECT m.id, m.received_at FROM message_search m WHERE ${where()}`
-    const inner = `SELECT m.id, m.received_at FROM matches m WHERE ${after()} ORDER BY ${order} LIMIT ${p("int4", String(shape.limit + 1))}`
-    return { text: `
-        WITH matches AS MATERIALIZED (${matches})
-        SELECT ${summaryColumns}, (SELECT count(*)::int FROM matches) AS total
-        FROM (${inner}) page
-        JOIN messages m ON m.id = page.id ${joins()}
-        ORDER BY ${order}`, types, values }
+  const readerMarks = () => `LEFT JOIN message_states s ON s.message_id = m.id AND s.account_id = ${p("int4", account)}`
+  const pageOf = (ids: string, extra = "") => `SELECT ${summaryColumns}${extra} FROM (${ids}) page JOIN messages m ON m.id = page.id ${readerMarks()} ORDER BY ${order}`
+  const matches = () => `WITH matches AS MATERIALIZED (SELECT m.id, m.received_at FROM message_search m WHERE ${where()})`
+  const matchesPage = () => `SELECT m.id, m.received_at FROM matches m WHERE ${after()} ORDER BY ${order} LIMIT ${p("int4", String(shape.limit + 1))}`
+  if (!indexed) {
+    return done(`SELECT ${summaryColumns} FROM messages m ${readerMarks()}
+          WHERE ${where()} AND ${after()}
+          ORDER BY ${order}
+          LIMIT ${p("int4", String(shape.limit + 1))}`)
   }
-  const from = `FROM messages m ${joins()}`
-  const text = `
-            SELECT ${summaryColumns} ${from}
-            WHERE ${where()} AND ${after()}
-            ORDER BY ${order}
-            LIMIT ${p("int4", String(shape.limit + 1))}`
-  return { text, types, values }
+  if (kind === "sorted") return done(`${matches()} ${pageOf(matchesPage())}`)
+  if (shape.terms.length === 1) {
+    const walk = `
+          SELECT m.id, m.received_at FROM (
+            SELECT m.id, m.account_id, m.alias_id, m.received_at, m.has_attachments, m.trashed_at, m.archived, m.search
+            FROM message_search m WHERE (${view().join(" AND ")}) AND ${after()} ORDER BY ${order} LIMIT ${p("int4", String(walkBreadth * (shape.limit + 1)))}
+          ) m WHERE ${where()} ORDER BY ${order} LIMIT ${p("int4", String(shape.limit + 1))}`
+    return done(pageOf(walk), false)
+  }
+  return done(`${matches()} ${pageOf(matchesPage(), ", (SELECT count(*)::int FROM matches) AS total")}`)
 }
 
 /** The statement with its values written in (for the count in the loader's checks and the report). */
@@ -475,14 +486,17 @@ const main = async (): Promise<number> => {
   out("Each statement is PREPAREd with the service's text and parameter types (@effect/sql-pg binds integers as int4, booleans as bool, Dates as")
   out("timestamptz, strings untyped), EXECUTEd 6 times (a pooled connection of the service prepares it once and, after 5 executions, PostgreSQL")
   out("may switch it to a generic plan), then EXPLAIN (ANALYZE, BUFFERS) EXECUTE. The service sends a search's statements (q: the search index")
-  out("message_search) unprepared, so they always get a custom plan: those are shown with plan_cache_mode force_custom_plan; and with")
-  out("enable_seqscan off, as the service plans them (SET LOCAL in their transaction; Messages.ts onSearchIndex). The service runs each page")
-  out("query and its count concurrently.")
+  out("message_search) unprepared, so they always get a custom plan: those are shown with plan_cache_mode force_custom_plan; and, but for")
+  out("the walk, with enable_seqscan off, as the service plans them (SET LOCAL in their transaction; Messages.ts onSearchIndex). Without q,")
+  out("the service runs the page query and its count concurrently; for one word, the walk and the count; a walk that comes short is")
+  out("followed by the sorted page; several words are one statement for the page and the total (its count query answers only a page past")
+  out("the last match). After the page, the service reads the page's aliases and tags (two small statements, not shown).")
   await db.query("RESET work_mem")
   const captured = new Map<string, string>()
   for (const text of seenSql) {
     const count = text.trim().startsWith("SELECT count") || text.includes("mailbox_counts")
-    const key = `${count ? "count" : "page"}/${text.split("@@").length - 1}/${!count && text.includes(") < (") ? "cursor" : "first"}`
+    const kind = count ? "count" : text.includes("WITH matches") && !text.includes("AS total") ? "sorted" : "page"
+    const key = `${kind}/${text.split("@@").length - 1}/${!count && text.includes(") < (") ? "cursor" : "first"}`
     if (!captured.has(key)) captured.set(key, text)
   }
   const sqlCases = [
@@ -495,11 +509,13 @@ const main = async (): Promise<number> => {
   let statementNo = 0
   for (const c of sqlCases) {
     const results: Record<string, { ms: number; customMs: number; mode: string; indexes: string }> = {}
-    for (const kind of ["page", "count"] as const) {
+    const kinds: ReadonlyArray<Kind> = c.shape.terms.length === 1 ? ["page", "count", "sorted"] : ["page", "count"]
+    for (const kind of kinds) {
       const st = statementOf(c.shape, kind)
       const name = `bench_stmt_${++statementNo}`
-      const unprepared = c.shape.terms.length > 0
-      if (unprepared) await db.query("SET plan_cache_mode = force_custom_plan; SET enable_seqscan = off")
+      const unprepared = st.unprepared
+      if (unprepared) await db.query("SET plan_cache_mode = force_custom_plan")
+      if (st.seqscanOff) await db.query("SET enable_seqscan = off")
       await db.query(`PREPARE ${name}(${st.types.join(", ")}) AS ${st.text}`)
       const execute = `EXECUTE ${name}(${st.values.join(", ")})`
       for (let i = 0; i < 6; i++) await db.query(execute)
@@ -526,7 +542,7 @@ const main = async (): Promise<number> => {
         ? "the service's text was truncated in pg_stat_activity (track_activity_query_size); its visible part " +
           (normalize(st.text).startsWith(normalize(seen).slice(0, -2)) ? "matches" : "DIFFERS")
         : `DIFFERS from the service's text: ${seen}`
-      out(`### ${c.name}: ${kind === "page" ? "page query" : "count query (total)"}`)
+      out(`### ${c.name}: ${kind === "page" ? (c.shape.terms.length === 1 ? "page query (the walk)" : "page query") : kind === "count" ? "count query (total)" : "sorted page (after a walk that came short)"}`)
       out("```sql\n" + st.text.replace(summaryColumns, "<summaryColumns of Messages.ts>").trim() + "\n```")
       out(`parameters: (${st.types.map((t, i) => `$${i + 1} ${t} = ${st.values[i]}`).join(", ")}); statement text ${same}`)
       out(`plan in use after 6 executions: ${mode} (pg_prepared_statements: ${counters?.generic_plans} generic, ${counters?.custom_plans} custom)`)
@@ -538,14 +554,23 @@ const main = async (): Promise<number> => {
     }
     const page = results["page"]!
     const count = results["count"]!
-    sqlTimes.push([c.name, `${ms(page.ms)} (${page.mode})`, `${ms(count.ms)} (${count.mode})`, ms(page.customMs), ms(count.customMs), page.ms >= count.ms ? "page query" : "count (total)"])
-    indexSummary.push([c.name, page.indexes, count.indexes])
+    const sorted = results["sorted"]
+    sqlTimes.push([
+      c.name,
+      `${ms(page.ms)} (${page.mode})`,
+      `${ms(count.ms)} (${count.mode})`,
+      sorted === undefined ? "-" : ms(sorted.ms),
+      ms(page.customMs),
+      ms(count.customMs),
+      page.ms >= count.ms ? "page query" : "count (total)"
+    ])
+    indexSummary.push([c.name, page.indexes, count.indexes, sorted?.indexes ?? "-"])
   }
   out("## Indexes the plans use")
-  out(table(["case", "page query", "count query"], indexSummary))
+  out(table(["case", "page query", "count query", "sorted page"], indexSummary))
   out()
   out("## Each statement alone (median of up to 15 EXECUTEs, at least 3, ~10 s at most, from one client, ms; plan in use, then with a forced custom plan)")
-  out(table(["case", "page", "count", "page, custom", "count, custom", "dominates"], sqlTimes))
+  out(table(["case", "page", "count", "sorted page", "page, custom", "count, custom", "dominates"], sqlTimes))
   out()
 
   // -- what if --------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { DateTimeString, Id, NonNegativeInt } from "./Common.ts"
+import { DateTimeInput, DateTimeString, Id, NonNegativeInt } from "./Common.ts"
 import { DomainTier } from "./MailDomain.ts"
 
 export const AliasStyle = Schema.Literals(["words", "pronounceable", "numeric"])
@@ -66,12 +66,6 @@ export const CandidateReservation = Schema.Struct({
 export type CandidateReservation = typeof CandidateReservation.Type
 
 export const CandidateRelease = Schema.Struct({ released: NonNegativeInt }).annotate({ identifier: "CandidateRelease" })
-
-/** A date-time on input: RFC 3339 with a zone. */
-export const DateTimeInput = Schema.String.check(Schema.isPattern(
-  /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/,
-  { message: "invalid_date_time" }
-))
 
 export const ReserveCandidates = Schema.Struct({ domainId: Id, style: AliasStyle })
 export const ReleaseCandidates = Schema.Struct({ reservationToken: Schema.optionalKey(Schema.String) })

@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { DateTimeString, Id } from "./Common.ts"
+import { DateTimeInput, DateTimeString, Id } from "./Common.ts"
 
 /** The five bearer scopes of spec 5.3. */
 export const Scopes = ["read", "manage-aliases", "delete", "webhooks", "test"] as const
@@ -29,10 +29,7 @@ export type ApiToken = typeof ApiToken.Type
 export const CreateToken = Schema.Struct({
   name: Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(80)),
   scopes: ScopeList,
-  expiresAt: Schema.optionalKey(Schema.NullOr(Schema.String.check(Schema.isPattern(
-    /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/,
-    { message: "invalid_date_time" }
-  ))))
+  expiresAt: Schema.optionalKey(Schema.NullOr(DateTimeInput))
 })
 
 export const CreatedToken = Schema.Struct({

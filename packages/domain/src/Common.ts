@@ -1,4 +1,5 @@
 import { Schema } from "effect"
+import { isCalendarDate } from "./search/query.ts"
 
 /** An identifier exposed by the interface: an integer >= 1. */
 export const Id = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1))
@@ -8,6 +9,19 @@ export const NonNegativeInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
 
 /** An RFC 3339 timestamp as it appears on the wire (always UTC, with milliseconds). */
 export const DateTimeString = Schema.String.annotate({ format: "date-time" })
+
+const rfc3339 = /^(\d{4}-\d{2}-\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.\d{1,9})?(?:Z|[+-](\d{2}):(\d{2}))$/
+
+/** Whether `text` is an RFC 3339 date-time with a zone that names a real instant (no 2026-02-30, no 24:00, no leap second). */
+export const isDateTime = (text: string): boolean => {
+  const parts = rfc3339.exec(text)
+  if (parts === null || !isCalendarDate(parts[1]!)) return false
+  const [hour = 0, minute = 0, second = 0, offsetHours = 0, offsetMinutes = 0] = parts.slice(2, 7).map((part) => Number(part ?? 0))
+  return hour <= 23 && minute <= 59 && second <= 59 && offsetHours <= 23 && offsetMinutes <= 59
+}
+
+/** A date-time on input: RFC 3339 with a zone, a real instant, at most nine digits of fraction. */
+export const DateTimeInput = Schema.String.check(Schema.makeFilter(isDateTime, { message: "invalid_date_time" }))
 
 /** A path parameter `{id}`: digits only, decoded to an integer >= 1. */
 export const IdFromPath = Schema.NumberFromString.pipe(Schema.decodeTo(Id))

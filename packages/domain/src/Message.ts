@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { DateTimeString, Id, NonNegativeInt } from "./Common.ts"
+import { DateTimeInput, DateTimeString, Id, NonNegativeInt } from "./Common.ts"
 import { parseMailbox } from "./Mailbox.ts"
 import { Tag } from "./Tag.ts"
 
@@ -114,10 +114,6 @@ export const MessagePage = Schema.Struct({
 export type MessagePage = typeof MessagePage.Type
 
 const BooleanParam = Schema.Literals(["true", "false"])
-const DateTimeParam = Schema.String.check(Schema.isPattern(
-  /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/,
-  { message: "invalid_date_time" }
-))
 const PositiveIntParam = Schema.NumberFromString.pipe(Schema.decodeTo(Schema.Int.check(Schema.isGreaterThanOrEqualTo(1))))
 
 /** Spec 4.5 query parameters of GET /messages; out-of-range values are 422, never clamped. */
@@ -133,8 +129,8 @@ export const ListMessagesQuery = {
   archived: Schema.optionalKey(BooleanParam),
   trashed: Schema.optionalKey(BooleanParam),
   excludeShared: Schema.optionalKey(BooleanParam),
-  dateFrom: Schema.optionalKey(DateTimeParam),
-  dateTo: Schema.optionalKey(DateTimeParam),
+  dateFrom: Schema.optionalKey(DateTimeInput),
+  dateTo: Schema.optionalKey(DateTimeInput),
   cursor: Schema.optionalKey(Schema.String.check(Schema.isMaxLength(1024))),
   limit: Schema.optionalKey(Schema.NumberFromString.pipe(Schema.decodeTo(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 100 }))))),
   sort: Schema.optionalKey(Schema.Literals(["newest", "oldest"]))

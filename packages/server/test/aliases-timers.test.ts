@@ -86,6 +86,8 @@ describe("selfDestructAt on claim (spec 4.3: Premium/Pro; alias burns automatica
     h.clock.set(T0)
     const session = await h.signup({ plan: "premium" })
     for (const deadline of [at(T0 - 1000), at(T0)]) expectFields(await claim(session, { selfDestructAt: deadline }), ["selfDestructAt"])
+    // Of the right form, but no real instant.
+    for (const deadline of ["2027-02-30T00:00:00Z", "2027-01-01T23:60:00Z"]) expectFields(await claim(session, { selfDestructAt: deadline }), ["selfDestructAt"])
     expect((await h.request("/me", { session })).body).toMatchObject({ aliasesLifetimeClaimed: 0 })
   })
 

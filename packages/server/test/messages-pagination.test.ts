@@ -6,8 +6,6 @@
  * page (store/src/Messages.ts `list`: a walk of the mailbox in list order, or every match read
  * and sorted), which must give the same pages. Expected pages are computed from what each
  * fixture sent; the harness clock stamps receivedAt, so mail sent without moving it ties.
- * Two `it.fails` record bugs of dateFrom/dateTo found here (calendar-invalid instants, digits past
- * the millisecond).
  */
 import { MessagePage } from "@burnbox/domain"
 import { expectProblem, expectShape, type Harness, type Session, startHarness } from "@burnbox/testkit"
@@ -261,6 +259,30 @@ describe("cursors, sort, dates, limit and excludeShared on a mailbox of 110 mess
         expect(next.items).toHaveLength(2)
       }
     })
+
+    it("a cursor takes the filters as they take effect: defaults written out or a q with spaces around it is the same list", async () => {
+      const same: ReadonlyArray<readonly [Query, Query]> = [
+        [{}, { sort: "newest", archived: "false", trashed: "false", excludeShared: "false" }],
+        [{ sort: "newest" }, {}],
+        [{ q: "kiwi" }, { q: "  kiwi " }],
+        [{ q: " " }, {}]
+      ]
+      for (const [own, written] of same) {
+        const first = await page(session, { ...own, limit: 2 })
+        const next = await page(session, { ...written, limit: 2, cursor: first.nextCursor! })
+        expect(next.total, JSON.stringify(written)).toBe(first.total)
+        expect(next.items).toHaveLength(2)
+      }
+    })
+
+    it("a cursor belongs to its account: another account's cursor with the same filters is 422", async () => {
+      const other = await h.signup({ plan: "pro" })
+      const otherAlias = (await claimAlias(h, { session: other })).id
+      await arrive(other, otherAlias, [{ subject: "one" }, { subject: "two" }, { subject: "three" }])
+      const theirs = await page(other, { limit: 1 })
+      await invalidCursor(session, { limit: 1, cursor: theirs.nextCursor! })
+      expect(ids(await page(other, { limit: 1, cursor: theirs.nextCursor! }))).toHaveLength(1)
+    })
   })
 
   it("sort=oldest is the exact reverse of newest, page by page with cursors, for the list, a search and a date range", async () => {
@@ -333,19 +355,26 @@ describe("cursors, sort, dates, limit and excludeShared on a mailbox of 110 mess
       }
     })
 
-    // Found while writing these tests: the pattern accepts these, `new Date` makes an Invalid Date
-    // of them, and the statement fails as a defect (500 internal_error).
-    it.fails("a timestamp of the right form but no calendar instant (month 13, hour 25) is 422, not 500", async () => {
-      for (const query of [{ dateFrom: "2026-13-01T00:00:00Z" }, { dateTo: "2026-11-21T25:00:00Z" }, { q: "kiwi", dateFrom: "2026-11-21T14:00:60Z" }]) {
+    it("a timestamp of the right form but no real instant (month 13, February 30, hour 25, second 60, offset +24:00) is 422", async () => {
+      const unreal: ReadonlyArray<Query> = [
+        { dateFrom: "2026-13-01T00:00:00Z" },
+        { dateFrom: "2026-02-30T00:00:00Z" },
+        { dateTo: "2026-11-21T25:00:00Z" },
+        { q: "kiwi", dateFrom: "2026-11-21T14:00:60Z" },
+        { dateTo: "2026-11-21T14:00:00+24:00" }
+      ]
+      for (const query of unreal) {
         const answer = await h.request(listPath(query), { session })
         expectProblem(answer, 422, "validation_failed")
+        expect(answer.body.error.fields, JSON.stringify(query)).toEqual({ [Object.keys(query).find((k) => k !== "q")!]: "invalid_date_time" })
       }
     })
 
-    // Found while writing these tests: digits past the millisecond are dropped (`new Date`), so
-    // dateFrom 14:00:01.0005 takes in the mail of 14:00:01.000, received before it.
-    it.fails("dateFrom with digits past the millisecond leaves out mail received before it", async () => {
+    it("digits past the millisecond count: dateFrom 14:00:01.0005 leaves out 14:00:01.000, dateTo 14:00:01.0005 takes it in", async () => {
       await expectRange({ dateFrom: "2026-11-21T14:00:01.0005Z" }, between("2026-11-21T14:00:01.001Z", undefined))
+      await expectRange({ dateFrom: "2026-11-21T14:00:01.000000000Z" }, between("2026-11-21T14:00:01.000Z", undefined))
+      await expectRange({ dateTo: "2026-11-21T14:00:01.0005Z" }, between(undefined, "2026-11-21T14:00:01.000Z"))
+      await expectRange({ dateTo: "2026-11-21T14:00:00.999999999Z" }, between(undefined, "2026-11-21T14:00:00.999Z"))
     })
   })
 

@@ -61,6 +61,8 @@ describe("POST /tokens", () => {
       [{ name: "x", scopes: ["read", "read"] }, { scopes: "not_unique" }],
       [{ name: "x", scopes: ["admin"] }, { "scopes.0": "invalid_value" }],
       [{ name: "x", scopes: ["read"], expiresAt: "tomorrow" }, { expiresAt: "invalid_date_time" }],
+      [{ name: "x", scopes: ["read"], expiresAt: "2027-02-30T00:00:00Z" }, { expiresAt: "invalid_date_time" }],
+      [{ name: "x", scopes: ["read"], expiresAt: "2027-01-01T24:00:00Z" }, { expiresAt: "invalid_date_time" }],
       [{ name: "x", scopes: ["read"], owner: 2 }, { owner: "unknown_field" }],
       [{ scopes: ["read"] }, { name: "required" }]
     ]

@@ -31,21 +31,31 @@ interface CursorPosition {
   readonly id: number
 }
 
-/** The filters a cursor belongs to: everything but the cursor and the page size. */
-const filterKey = (filters: ListFilters) =>
-  JSON.stringify(Object.entries(filters).filter(([k, v]) => v !== undefined && k !== "cursor" && k !== "limit").sort())
+/** The filters as they take effect, with their defaults: a list asked for with `sort=newest` is the list without it. */
+const listDefaults: ListFilters = { sort: "newest", archived: "false", trashed: "false", excludeShared: "false" }
 
-export const encodeCursor = (keyring: Keyring["Service"], filters: ListFilters, position: CursorPosition): string => {
-  const payload = Buffer.from(JSON.stringify({ r: position.receivedAt, i: position.id, f: keyring.sign("cursor-filters", filterKey(filters)) })).toString("base64url")
+/** What a cursor belongs to: the account, and the filters as they take effect (all but the cursor and the page size). */
+const filterKey = (accountId: number, filters: ListFilters) => {
+  const effective: Record<string, string | number> = { ...listDefaults }
+  for (const [key, value] of Object.entries(filters)) {
+    if (value !== undefined && key !== "cursor" && key !== "limit") effective[key] = key === "q" ? String(value).trim() : value
+  }
+  if (effective["q"] === "") delete effective["q"]
+  return JSON.stringify([accountId, Object.entries(effective).sort()])
+}
+
+export const encodeCursor = (keyring: Keyring["Service"], accountId: number, filters: ListFilters, position: CursorPosition): string => {
+  const payload = Buffer.from(JSON.stringify({ r: position.receivedAt, i: position.id, f: keyring.sign("cursor-filters", filterKey(accountId, filters)) }))
+    .toString("base64url")
   return `${payload}.${keyring.sign("cursor", payload)}`
 }
 
-export const decodeCursor = (keyring: Keyring["Service"], filters: ListFilters, cursor: string): CursorPosition | undefined => {
+export const decodeCursor = (keyring: Keyring["Service"], accountId: number, filters: ListFilters, cursor: string): CursorPosition | undefined => {
   const [payload, signature, ...rest] = cursor.split(".")
   if (payload === undefined || signature === undefined || rest.length > 0 || keyring.sign("cursor", payload) !== signature) return undefined
   try {
     const decoded = JSON.parse(Buffer.from(payload, "base64url").toString("utf8")) as { r?: unknown; i?: unknown; f?: unknown }
-    if (decoded.f !== keyring.sign("cursor-filters", filterKey(filters))) return undefined
+    if (decoded.f !== keyring.sign("cursor-filters", filterKey(accountId, filters))) return undefined
     if (typeof decoded.r !== "string" || Number.isNaN(Date.parse(decoded.r)) || typeof decoded.i !== "number") return undefined
     return { receivedAt: decoded.r, id: decoded.i }
   } catch {
@@ -54,6 +64,16 @@ export const decodeCursor = (keyring: Keyring["Service"], filters: ListFilters, 
 }
 
 export type CountedView = "mailbox" | "archive" | "trash"
+
+/**
+ * A date-time (DateTimeInput) to the microsecond PostgreSQL keeps, exactly: its digits past the
+ * sixth dropped (a received_at at or before it is at or before the value), and whether any of
+ * them was not 0 (then a received_at at or after the value is after the microsecond).
+ */
+const toMicroseconds = (value: string): { readonly at: string; readonly beyond: boolean } => {
+  const [, time, fraction = "", zone] = /^(.*T\d{2}:\d{2}:\d{2})(?:\.(\d+))?(.*)$/.exec(value)!
+  return { at: `${time}.${fraction.slice(0, 6).padEnd(6, "0")}${zone}`, beyond: /[1-9]/.test(fraction.slice(6)) }
+}
 
 const likePattern = (value: string) => `%${value.replace(/[\\%_]/g, "\\$&")}%`
 
@@ -124,8 +144,11 @@ export const listConditions = (sql: SqlClient.SqlClient, accountId: number, filt
     if (filters.tag !== undefined) {
       conditions.push(sql`EXISTS (SELECT 1 FROM message_tags mt WHERE mt.message_id = m.id AND mt.account_id = ${accountId} AND mt.tag_id = ${filters.tag})`)
     }
-    if (filters.dateFrom !== undefined) conditions.push(sql`m.received_at >= ${new Date(filters.dateFrom)}`)
-    if (filters.dateTo !== undefined) conditions.push(sql`m.received_at <= ${new Date(filters.dateTo)}`)
+    if (filters.dateFrom !== undefined) {
+      const { at, beyond } = toMicroseconds(filters.dateFrom)
+      conditions.push(beyond ? sql`m.received_at > ${at}::timestamptz` : sql`m.received_at >= ${at}::timestamptz`)
+    }
+    if (filters.dateTo !== undefined) conditions.push(sql`m.received_at <= ${toMicroseconds(filters.dateTo).at}::timestamptz`)
     if (query !== undefined) {
       const senderText = sql`(coalesce(m.sender_name, '') || ' ' || m.sender_address)`
       const match = (term: SearchTerm, fragment: Statement.Fragment) => (term.negated ? sql`NOT (${fragment})` : fragment)

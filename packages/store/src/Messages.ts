@@ -158,7 +158,7 @@ export class Messages extends Context.Service<Messages, {
       const newest = (rest.sort ?? "newest") === "newest"
       let position: { receivedAt: string; id: number } | undefined
       if (cursor !== undefined) {
-        position = decodeCursor(keyring, rest, cursor)
+        position = decodeCursor(keyring, accountId, rest, cursor)
         if (position === undefined) return yield* Effect.fail(ValidationFailed.withFields({ cursor: "invalid_cursor" }, "The cursor is not one this list gave out, or it belongs to other filters."))
       }
       const after = position === undefined
@@ -220,7 +220,7 @@ export class Messages extends Context.Service<Messages, {
       return {
         items: page.map((p) => p.summary),
         nextCursor: rows.length > limit && last !== undefined
-          ? encodeCursor(keyring, rest, { receivedAt: last.received_at.toISOString(), id: last.id })
+          ? encodeCursor(keyring, accountId, rest, { receivedAt: last.received_at.toISOString(), id: last.id })
           : null,
         total: totalFound
       } satisfies MessagePage
