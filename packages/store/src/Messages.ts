@@ -199,8 +199,9 @@ export class Messages extends Context.Service<Messages, {
       const sorted = onSearchIndex(sql<SummaryRow>`${matches} ${pageOf(matchesPage)}`.unprepared)
       const searched: Effect.Effect<Found, SqlError.SqlError> = oneWord
         ? Effect.flatMap(
-          Effect.all([walked, total], { concurrency: 2 }),
-          ([rows, counted]) => rows.length > limit ? Effect.succeed([rows, counted] as const) : Effect.map(sorted, (page) => [page, counted] as const)
+          // The count first: it takes longest, and a statement is built and sent before the next starts.
+          Effect.all([total, walked], { concurrency: 2 }),
+          ([counted, rows]) => rows.length > limit ? Effect.succeed([rows, counted] as const) : Effect.map(sorted, (page) => [page, counted] as const)
         )
         : onSearchIndex(sql<SummaryRow & { total: number }>`${matches} ${pageOf(matchesPage, sql`, (SELECT count(*)::int FROM matches) AS total`)}`.unprepared).pipe(
           Effect.flatMap((rows) => rows[0] !== undefined ? Effect.succeed([rows, rows[0].total] as const) : Effect.map(total, (t) => [rows, t] as const))
