@@ -8,6 +8,7 @@ import { parseSearchQuery, type SearchQuery, type SearchTerm } from "@burnbox/do
 import { Effect, Result } from "effect"
 import type { SqlClient, Statement } from "effect/sql"
 import type { Keyring } from "./Keyring.ts"
+import { pgText } from "./PgText.ts"
 
 export interface ListFilters {
   readonly q?: string
@@ -101,9 +102,13 @@ const searchesIndex = (query: SearchQuery | undefined, trashed: boolean): boolea
 export const listConditions = (sql: SqlClient.SqlClient, accountId: number, filters: ListFilters) =>
   Effect.gen(function*() {
     const trashed = bool(filters.trashed) ?? false
+    // Search text as stored mail text is kept (pgText): a NUL, which no text column holds and
+    // PostgreSQL refuses in a parameter, is dropped, as it was from the mail when it was stored.
+    const q = filters.q === undefined ? undefined : pgText(filters.q)
+    const domain = filters.domain === undefined ? undefined : pgText(filters.domain)
     let query: SearchQuery | undefined
-    if (filters.q !== undefined && filters.q.trim() !== "") {
-      const parsed = parseSearchQuery(filters.q)
+    if (q !== undefined && q.trim() !== "") {
+      const parsed = parseSearchQuery(q)
       if (Result.isFailure(parsed)) return yield* Effect.fail(ValidationFailed.withFields({ q: "invalid_query" }, parsed.failure.message))
       query = parsed.success
     }
@@ -129,9 +134,9 @@ export const listConditions = (sql: SqlClient.SqlClient, accountId: number, filt
     // Beyond this point every condition narrows the view below what mailbox_counts keeps.
     const viewConditions = conditions.length
     if (filters.alias !== undefined) conditions.push(sql`m.alias_id = ${filters.alias}`)
-    if (filters.domain !== undefined) {
+    if (domain !== undefined) {
       conditions.push(sql`EXISTS (
-        SELECT 1 FROM aliases al JOIN domains d ON d.id = al.domain_id WHERE al.id = m.alias_id AND d.name = ${filters.domain.toLowerCase()})`)
+        SELECT 1 FROM aliases al JOIN domains d ON d.id = al.domain_id WHERE al.id = m.alias_id AND d.name = ${domain.toLowerCase()})`)
     }
     const unread = bool(filters.unread)
     if (unread !== undefined) conditions.push(mark("is_read", !unread))
