@@ -67,14 +67,21 @@ export const decodeCursor = (keyring: Keyring["Service"], accountId: number, fil
 export type CountedView = "mailbox" | "archive" | "trash"
 
 /**
- * A date-time (DateTimeInput) to the microsecond PostgreSQL keeps, exactly: its digits past the
- * sixth dropped (a received_at at or before it is at or before the value), and whether any of
- * them was not 0 (then a received_at at or after the value is after the microsecond).
+ * A date-time (DateTimeInput) to the microsecond PostgreSQL keeps, exactly: its local time with
+ * the digits past the sixth dropped (a received_at at or before it is at or before the value),
+ * its zone offset in minutes, and whether any dropped digit was not 0 (then a received_at at or
+ * after the value is after the microsecond). The offset is applied in SQL (`instantOf`), not
+ * written into the literal: RFC 3339 allows offsets up to ±23:59, PostgreSQL only up to ±15:59.
  */
-const toMicroseconds = (value: string): { readonly at: string; readonly beyond: boolean } => {
-  const [, time, fraction = "", zone] = /^(.*T\d{2}:\d{2}:\d{2})(?:\.(\d+))?(.*)$/.exec(value)!
-  return { at: `${time}.${fraction.slice(0, 6).padEnd(6, "0")}${zone}`, beyond: /[1-9]/.test(fraction.slice(6)) }
+const toMicroseconds = (value: string): { readonly local: string; readonly offsetMinutes: number; readonly beyond: boolean } => {
+  const [, time, fraction = "", sign, hours = 0, minutes = 0] = /^(.*T\d{2}:\d{2}:\d{2})(?:\.(\d+))?(?:Z|([+-])(\d{2}):(\d{2}))$/.exec(value)!
+  const offsetMinutes = (sign === "-" ? -1 : 1) * (Number(hours) * 60 + Number(minutes))
+  return { local: `${time}.${fraction.slice(0, 6).padEnd(6, "0")}`, offsetMinutes, beyond: /[1-9]/.test(fraction.slice(6)) }
 }
+
+/** The instant of a date-time (DateTimeInput) as a timestamptz, to the microsecond. */
+const instantOf = (sql: SqlClient.SqlClient, value: ReturnType<typeof toMicroseconds>) =>
+  sql`((${value.local}::timestamp - make_interval(mins => ${value.offsetMinutes})) AT TIME ZONE 'UTC')`
 
 const likePattern = (value: string) => `%${value.replace(/[\\%_]/g, "\\$&")}%`
 
@@ -150,10 +157,10 @@ export const listConditions = (sql: SqlClient.SqlClient, accountId: number, filt
       conditions.push(sql`EXISTS (SELECT 1 FROM message_tags mt WHERE mt.message_id = m.id AND mt.account_id = ${accountId} AND mt.tag_id = ${filters.tag})`)
     }
     if (filters.dateFrom !== undefined) {
-      const { at, beyond } = toMicroseconds(filters.dateFrom)
-      conditions.push(beyond ? sql`m.received_at > ${at}::timestamptz` : sql`m.received_at >= ${at}::timestamptz`)
+      const from = toMicroseconds(filters.dateFrom)
+      conditions.push(from.beyond ? sql`m.received_at > ${instantOf(sql, from)}` : sql`m.received_at >= ${instantOf(sql, from)}`)
     }
-    if (filters.dateTo !== undefined) conditions.push(sql`m.received_at <= ${toMicroseconds(filters.dateTo).at}::timestamptz`)
+    if (filters.dateTo !== undefined) conditions.push(sql`m.received_at <= ${instantOf(sql, toMicroseconds(filters.dateTo))}`)
     if (query !== undefined) {
       const senderText = sql`(coalesce(m.sender_name, '') || ' ' || m.sender_address)`
       const match = (term: SearchTerm, fragment: Statement.Fragment) => (term.negated ? sql`NOT (${fragment})` : fragment)
