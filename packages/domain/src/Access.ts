@@ -1,4 +1,5 @@
-import { Context, Schema } from "effect"
+import { Context } from "effect"
+import { IdFromPath } from "./Common.ts"
 import { HttpApiMiddleware } from "effect/http-api"
 import type { Scope } from "./ApiToken.ts"
 import { Errors } from "./Problem.ts"
@@ -39,4 +40,4 @@ export class ValidationErrors extends HttpApiMiddleware.Service<ValidationErrors
 export const SessionCookie = "service_session"
 export const CsrfHeader = "x-csrf-token"
 
-export const IdParams = { id: Schema.NumberFromString.pipe(Schema.decodeTo(Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)))) }
+export const IdParams = { id: IdFromPath }

@@ -16,6 +16,7 @@ import {
 } from "./Alias.ts"
 import { ApiToken, CreatedToken, CreateToken } from "./ApiToken.ts"
 import { Bootstrap } from "./Bootstrap.ts"
+import { IdFromPath } from "./Common.ts"
 import { MailDomain } from "./MailDomain.ts"
 import {
   AttachmentParams,
@@ -253,7 +254,7 @@ export class MessagesGroup extends HttpApiGroup.make("messages")
 export class TestMailGroup extends HttpApiGroup.make("testMail")
   .add(
     HttpApiEndpoint.post("inject", "/test/messages", {
-      query: { aliasId: Schema.optionalKey(Schema.NumberFromString.pipe(Schema.decodeTo(Schema.Int.check(Schema.isGreaterThanOrEqualTo(1))))) },
+      query: { aliasId: Schema.optionalKey(IdFromPath) },
       payload: [TestMessageInput, Schema.Uint8Array.pipe(HttpApiSchema.asUint8Array({ contentType: "message/rfc822" }))],
       success: InjectedTestMessage.pipe(HttpApiSchema.status(202)),
       error: [E.Forbidden, E.NotFound, E.Conflict, E.UnsupportedMediaType, E.ValidationFailed, E.RateLimited]

@@ -1,4 +1,4 @@
-import { Schema } from "effect"
+import { Schema, SchemaTransformation } from "effect"
 import { isCalendarDate } from "./search/query.ts"
 
 /** An identifier exposed by the interface: an integer >= 1. */
@@ -23,8 +23,16 @@ export const isDateTime = (text: string): boolean => {
 /** A date-time on input: RFC 3339 with a zone, a real instant, at most nine digits of fraction. */
 export const DateTimeInput = Schema.String.check(Schema.makeFilter(isDateTime, { message: "invalid_date_time" }))
 
+/**
+ * A whole number as a path or query parameter writes it, decoded to `to` (an integer with its
+ * range): decimal digits, perhaps after a minus (so that -1 is out of range rather than not a
+ * number). `1e3`, `1.0`, `+1`, ` 1` and `0x10` are not numbers here, though JavaScript reads them.
+ */
+export const intFromDigits = <To extends Schema.Codec<number, number>>(to: To) =>
+  Schema.String.check(Schema.isPattern(/^-?\d+$/, { message: "invalid_type" })).pipe(Schema.decodeTo(to, SchemaTransformation.numberFromString))
+
 /** A path parameter `{id}`: digits only, decoded to an integer >= 1. */
-export const IdFromPath = Schema.NumberFromString.pipe(Schema.decodeTo(Id))
+export const IdFromPath = intFromDigits(Id)
 
 /** An email address as the interface accepts it: one @, no spaces, at most 254 characters. */
 export const Email = Schema.String.check(

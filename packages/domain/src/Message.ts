@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { DateTimeInput, DateTimeString, Id, NonNegativeInt } from "./Common.ts"
+import { DateTimeInput, DateTimeString, Id, IdFromPath, intFromDigits, NonNegativeInt } from "./Common.ts"
 import { parseMailbox } from "./Mailbox.ts"
 import { Tag } from "./Tag.ts"
 
@@ -114,25 +114,24 @@ export const MessagePage = Schema.Struct({
 export type MessagePage = typeof MessagePage.Type
 
 const BooleanParam = Schema.Literals(["true", "false"])
-const PositiveIntParam = Schema.NumberFromString.pipe(Schema.decodeTo(Schema.Int.check(Schema.isGreaterThanOrEqualTo(1))))
 
 /** Spec 4.5 query parameters of GET /messages; out-of-range values are 422, never clamped. */
 export const ListMessagesQuery = {
   q: Schema.optionalKey(Schema.String.check(Schema.isMaxLength(512))),
-  alias: Schema.optionalKey(PositiveIntParam),
+  alias: Schema.optionalKey(IdFromPath),
   domain: Schema.optionalKey(Schema.String.check(Schema.isMaxLength(253))),
   unread: Schema.optionalKey(BooleanParam),
   hasAttachment: Schema.optionalKey(BooleanParam),
   starred: Schema.optionalKey(BooleanParam),
   pinned: Schema.optionalKey(BooleanParam),
-  tag: Schema.optionalKey(PositiveIntParam),
+  tag: Schema.optionalKey(IdFromPath),
   archived: Schema.optionalKey(BooleanParam),
   trashed: Schema.optionalKey(BooleanParam),
   excludeShared: Schema.optionalKey(BooleanParam),
   dateFrom: Schema.optionalKey(DateTimeInput),
   dateTo: Schema.optionalKey(DateTimeInput),
   cursor: Schema.optionalKey(Schema.String.check(Schema.isMaxLength(1024))),
-  limit: Schema.optionalKey(Schema.NumberFromString.pipe(Schema.decodeTo(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 100 }))))),
+  limit: Schema.optionalKey(intFromDigits(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 100 })))),
   sort: Schema.optionalKey(Schema.Literals(["newest", "oldest"]))
 }
 
@@ -232,7 +231,7 @@ export const DeleteMessageQuery = {
 }
 
 /** Spec 4.5 query of POST /messages/trash/empty. */
-export const EmptyTrashQuery = { alias: Schema.optionalKey(PositiveIntParam) }
+export const EmptyTrashQuery = { alias: Schema.optionalKey(IdFromPath) }
 
 /** Spec 4.5 query of GET /messages/{id}/html: `remote=1` loads remote images. */
 export const MessageHtmlQuery = { remote: Schema.optionalKey(Schema.Literals(["0", "1"])) }
@@ -241,6 +240,6 @@ export const MessageHtmlQuery = { remote: Schema.optionalKey(Schema.Literals(["0
 export const AttachmentQuery = { confirm: Schema.optionalKey(Schema.Literal("1")) }
 
 export const AttachmentParams = {
-  messageId: Schema.NumberFromString.pipe(Schema.decodeTo(Id)),
-  attachmentId: Schema.NumberFromString.pipe(Schema.decodeTo(Id))
+  messageId: IdFromPath,
+  attachmentId: IdFromPath
 }

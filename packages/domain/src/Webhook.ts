@@ -5,7 +5,7 @@
  * camelCase, exactly as the spec writes them.
  */
 import { Schema } from "effect"
-import { DateTimeString, Id, NonNegativeInt } from "./Common.ts"
+import { DateTimeString, Id, intFromDigits, NonNegativeInt } from "./Common.ts"
 import { ApiVersion, type EventType } from "./Events.ts"
 
 // ---------------------------------------------------------------------------------------------
@@ -156,7 +156,7 @@ export const WebhookDeliveryQueued = Schema.Struct({ delivery: WebhookDeliveryRe
 
 export const DeliveriesQuery = {
   limit: Schema.optionalKey(
-    Schema.NumberFromString.pipe(Schema.decodeTo(Schema.Int.check(Schema.isGreaterThanOrEqualTo(1), Schema.isLessThanOrEqualTo(100))))
+    intFromDigits(Schema.Int.check(Schema.isGreaterThanOrEqualTo(1), Schema.isLessThanOrEqualTo(100)))
   )
 }
 

@@ -63,8 +63,9 @@ export const fieldReasons = (issue: SchemaIssue.Issue, root: string): FieldReaso
         return
       }
       case "Encoding":
-        fields[name()] ??= "invalid_value"
-        return
+        // The input failed before its transformation (a check of the encoded side, such as
+        // the digits of a numeric parameter): the inner issue names it.
+        return walk(node.issue, path)
       case "Filter":
         fields[name()] ??= filterReason(node)
         return

@@ -181,8 +181,8 @@ describe("GET /messages: query parameters", () => {
       [`${name}=${beyondInt4}`, 200],
       [`${name}=9999999999999`, 200],
       [`${name}=${huge}`, [422, "validation_failed", name]],
-      [`${name}=1.0`, 200],
-      [`${name}=1e3`, 200]
+      // Decimal digits only: what JavaScript would also read as a number is not an id here.
+      ...["1.0", "1e3", "%201", "%2B1", "0x10"].map((value): readonly [string, Expected] => [`${name}=${value}`, [422, "validation_failed", name]])
     ]),
     ["domain=", 200],
     ["domain=%00", 200],
@@ -198,6 +198,7 @@ describe("GET /messages: query parameters", () => {
     ["limit=101", [422, "validation_failed", "limit"]],
     ["limit=-1", [422, "validation_failed", "limit"]],
     ["limit=1.5", [422, "validation_failed", "limit"]],
+    ["limit=1e1", [422, "validation_failed", "limit"]],
     ["limit=", [422, "validation_failed", "limit"]],
     ["limit=1&limit=2", [422, "validation_failed", "limit"]],
     ["alias=1&alias=2", [422, "validation_failed", "alias"]],
@@ -236,7 +237,9 @@ const badIds: ReadonlyArray<readonly [string, Expected]> = [
   ["-1", [422, "validation_failed", "id"]],
   ["abc", [422, "validation_failed", "id"]],
   ["1.5", [422, "validation_failed", "id"]],
-  ["1e3", [404, "not_found"]],
+  ["1e3", [422, "validation_failed", "id"]],
+  ["1.0", [422, "validation_failed", "id"]],
+  ["0x10", [422, "validation_failed", "id"]],
   [beyondInt4, [404, "not_found"]],
   [huge, [422, "validation_failed", "id"]],
   ["%00", [422, "validation_failed", "id"]]
