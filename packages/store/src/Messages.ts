@@ -1,7 +1,7 @@
 /** Reading messages as their reader sees them (spec 2.10, 2.11). */
 import { type MessageDetail, type MessagePage, type MessageSummary, ValidationFailed } from "@burnbox/domain"
 import { UNKNOWN_SENDER_ADDRESS } from "@burnbox/domain/mail/index"
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Option } from "effect"
 import { SqlClient, type SqlError, type Statement } from "effect/sql"
 import { Keyring } from "./Keyring.ts"
 import { type CountedView, decodeCursor, encodeCursor, type ListFilters, listConditions } from "./MessageList.ts"
@@ -172,7 +172,6 @@ export class Messages extends Context.Service<Messages, {
       const pageOf = (ids: Statement.Fragment, extra = sql``) =>
         sql`SELECT ${sql.literal(summaryColumns)}${extra} FROM (${ids}) page JOIN messages m ON m.id = page.id ${readerMarks} ORDER BY ${order}`
       const total = totalOf(accountId, where, indexed, counted)
-      type Found = readonly [ReadonlyArray<SummaryRow>, number]
       /** The matches of a search, from the search index (its GIN index), for the page and the total. */
       const matches = sql`WITH matches AS MATERIALIZED (SELECT m.id, m.received_at FROM message_search m WHERE ${where})`
       const matchesPage = sql`SELECT m.id, m.received_at FROM matches m WHERE ${after} ORDER BY ${order} LIMIT ${limit + 1}`
@@ -197,26 +196,35 @@ export class Messages extends Context.Service<Messages, {
           ) m WHERE ${where} ORDER BY ${order} LIMIT ${limit + 1}`)
       }`.unprepared
       const sorted = onSearchIndex(sql<SummaryRow>`${matches} ${pageOf(matchesPage)}`.unprepared)
-      const searched: Effect.Effect<Found, SqlError.SqlError> = oneWord
-        ? Effect.flatMap(
-          // The count first: it takes longest, and a statement is built and sent before the next starts.
-          Effect.all([total, walked], { concurrency: 2 }),
-          ([counted, rows]) => rows.length > limit ? Effect.succeed([rows, counted] as const) : Effect.map(sorted, (page) => [page, counted] as const)
+      /** The page of `rows` (the first `limit`) as its reader sees it, with the list's total. */
+      const summarized = (rows: ReadonlyArray<SummaryRow>, matched: number) =>
+        Effect.map(summariesOf(accountId, rows.slice(0, limit)), (page) => ({ rows, page, total: matched }))
+      const searched = oneWord
+        ? Effect.all([
+          // The count first: it takes longest, and a statement is built and sent before the next
+          // starts. A walk that finds the page reads its aliases and tags while the count runs.
+          total,
+          Effect.flatMap(walked, (rows) => rows.length > limit ? Effect.asSome(summarized(rows, 0)) : Effect.succeedNone)
+        ], { concurrency: 2 }).pipe(
+          Effect.flatMap(([matched, walkedPage]) =>
+            Option.match(walkedPage, {
+              onSome: (found) => Effect.succeed({ ...found, total: matched }),
+              onNone: () => Effect.flatMap(sorted, (rows) => summarized(rows, matched))
+            })
+          )
         )
         : onSearchIndex(sql<SummaryRow & { total: number }>`${matches} ${pageOf(matchesPage, sql`, (SELECT count(*)::int FROM matches) AS total`)}`.unprepared).pipe(
-          Effect.flatMap((rows) => rows[0] !== undefined ? Effect.succeed([rows, rows[0].total] as const) : Effect.map(total, (t) => [rows, t] as const))
+          Effect.flatMap((rows) => rows[0] !== undefined ? summarized(rows, rows[0].total) : Effect.flatMap(total, (t) => summarized(rows, t)))
         )
-      const listed: Effect.Effect<Found, SqlError.SqlError> = Effect.all([
+      const listed = Effect.all([
         sql<SummaryRow>`
           SELECT ${sql.literal(summaryColumns)} FROM messages m ${readerMarks}
           WHERE ${where} AND ${after}
           ORDER BY ${order}
           LIMIT ${limit + 1}`,
         total
-      ], { concurrency: 2 })
-      const found = indexed ? searched : listed
-      const [rows, totalFound] = yield* Effect.orDie(found)
-      const page = yield* summariesOf(accountId, rows.slice(0, limit))
+      ], { concurrency: 2 }).pipe(Effect.flatMap(([rows, t]) => summarized(rows, t)))
+      const { rows, page, total: totalFound } = yield* Effect.orDie(indexed ? searched : listed)
       const last = page[page.length - 1]?.row
       return {
         items: page.map((p) => p.summary),
