@@ -10,14 +10,32 @@ export const NonNegativeInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
 /** An RFC 3339 timestamp as it appears on the wire (always UTC, with milliseconds). */
 export const DateTimeString = Schema.String.annotate({ format: "date-time" })
 
-const rfc3339 = /^(\d{4}-\d{2}-\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.\d{1,9})?(?:Z|[+-](\d{2}):(\d{2}))$/
+const rfc3339 = /^(\d{4}-\d{2}-\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(?:Z|([+-])(\d{2}):(\d{2}))$/
+
+/** The parts of an RFC 3339 date-time with a zone, as written; undefined for any other text. */
+export const dateTimeParts = (text: string) => {
+  const parts = rfc3339.exec(text)
+  if (parts === null) return undefined
+  const [, date = "", hour, minute, second, fraction = "", sign = "+", zoneHours = "00", zoneMinutes = "00"] = parts
+  return {
+    date,
+    hour: Number(hour),
+    minute: Number(minute),
+    second: Number(second),
+    /** The digits after the seconds' point, as written ("" for none). */
+    fraction,
+    zoneHours: Number(zoneHours),
+    zoneMinutes: Number(zoneMinutes),
+    /** The zone's offset from UTC, signed. */
+    offsetMinutes: (sign === "-" ? -1 : 1) * (Number(zoneHours) * 60 + Number(zoneMinutes))
+  }
+}
 
 /** Whether `text` is an RFC 3339 date-time with a zone that names a real instant (no 2026-02-30, no 24:00, no leap second). */
 export const isDateTime = (text: string): boolean => {
-  const parts = rfc3339.exec(text)
-  if (parts === null || !isCalendarDate(parts[1]!)) return false
-  const [hour = 0, minute = 0, second = 0, offsetHours = 0, offsetMinutes = 0] = parts.slice(2, 7).map((part) => Number(part ?? 0))
-  return hour <= 23 && minute <= 59 && second <= 59 && offsetHours <= 23 && offsetMinutes <= 59
+  const parts = dateTimeParts(text)
+  return parts !== undefined && isCalendarDate(parts.date) && parts.hour <= 23 && parts.minute <= 59 && parts.second <= 59 &&
+    parts.zoneHours <= 23 && parts.zoneMinutes <= 59
 }
 
 /** A date-time on input: RFC 3339 with a zone, a real instant, at most nine digits of fraction. */

@@ -3,7 +3,7 @@
  * index `message_search`, keyset pagination over (received_at, id) with an opaque cursor signed
  * with BURNBOX_SECRET and bound to its filters, and a `total` of exactly the filtered set.
  */
-import { type MessageSummary, ValidationFailed } from "@burnbox/domain"
+import { dateTimeParts, type MessageSummary, ValidationFailed } from "@burnbox/domain"
 import { parseSearchQuery, type SearchQuery, type SearchTerm } from "@burnbox/domain/search/index"
 import { Effect, Result } from "effect"
 import type { SqlClient, Statement } from "effect/sql"
@@ -74,9 +74,9 @@ export type CountedView = "mailbox" | "archive" | "trash"
  * written into the literal: RFC 3339 allows offsets up to ±23:59, PostgreSQL only up to ±15:59.
  */
 const toMicroseconds = (value: string): { readonly local: string; readonly offsetMinutes: number; readonly beyond: boolean } => {
-  const [, time, fraction = "", sign, hours = 0, minutes = 0] = /^(.*T\d{2}:\d{2}:\d{2})(?:\.(\d+))?(?:Z|([+-])(\d{2}):(\d{2}))$/.exec(value)!
-  const offsetMinutes = (sign === "-" ? -1 : 1) * (Number(hours) * 60 + Number(minutes))
-  return { local: `${time}.${fraction.slice(0, 6).padEnd(6, "0")}`, offsetMinutes, beyond: /[1-9]/.test(fraction.slice(6)) }
+  const { date, hour, minute, second, fraction, offsetMinutes } = dateTimeParts(value)!
+  const time = [hour, minute, second].map((n) => String(n).padStart(2, "0")).join(":")
+  return { local: `${date}T${time}.${fraction.slice(0, 6).padEnd(6, "0")}`, offsetMinutes, beyond: /[1-9]/.test(fraction.slice(6)) }
 }
 
 /** The instant of a date-time (DateTimeInput) as a timestamptz, to the microsecond. */
