@@ -4,6 +4,7 @@
  * logged with its cause, never shown to the client).
  */
 import { BurnboxApi, problemBody, problemResponse } from "@burnbox/domain"
+import { isRefusedText } from "@burnbox/store"
 import { ByteSize, Cause, Effect, Option } from "effect"
 import { HttpIncomingMessage, HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiError } from "effect/http-api"
@@ -75,6 +76,12 @@ export const ProblemRouting = HttpRouter.middleware((effect) =>
       }
       if (failure !== undefined && isRequestParseError(failure)) {
         return problemResponse(422, problemBody({ code: "validation_failed", message: "The request body could not be read.", fields: { body: "unreadable" } }))
+      }
+      // Text the database cannot hold (a NUL), wherever a handler stored or looked it up: the
+      // statement failed, so nothing was written, and the request's text is what is wrong.
+      if (cause.reasons.some((r) => Cause.isDieReason(r) && isRefusedText(r.defect))) {
+        const field = request.method === "GET" || request.method === "DELETE" ? "query" : "body"
+        return problemResponse(422, problemBody({ code: "validation_failed", message: "The request holds text that cannot be stored: a NUL character.", fields: { [field]: "invalid_text" } }))
       }
       yield* Effect.logError("request failed", cause)
       return answer(500, "internal_error", "Something went wrong on our side; it has been logged.")

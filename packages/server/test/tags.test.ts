@@ -74,4 +74,15 @@ describe("tags", () => {
       expect(answer.body.error.fields, JSON.stringify(body)).toEqual(fields)
     }
   })
+
+  it("answers text the database cannot hold (a NUL) with 422, and writes nothing", async () => {
+    const session = await h.signup()
+    const tag = (await h.request("/tags", { method: "POST", session, body: { name: "kept" } })).body
+    for (const [method, path] of [["POST", "/tags"], ["PATCH", `/tags/${tag.id}`]] as const) {
+      const answer = await h.request(path, { method, session, body: { name: "a\u0000b" } })
+      expectProblem(answer, 422, "validation_failed")
+      expect(answer.body.error.fields, `${method} ${path}`).toEqual({ body: "invalid_text" })
+    }
+    expect((await h.request("/tags", { session })).body.items.map((t: { name: string }) => t.name)).toEqual(["kept"])
+  })
 })

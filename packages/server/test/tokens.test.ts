@@ -62,6 +62,8 @@ describe("POST /tokens", () => {
       [{ name: "x", scopes: ["admin"] }, { "scopes.0": "invalid_value" }],
       [{ name: "x", scopes: ["read"], expiresAt: "tomorrow" }, { expiresAt: "invalid_date_time" }],
       [{ name: "x", scopes: ["read"], expiresAt: "2027-02-30T00:00:00Z" }, { expiresAt: "invalid_date_time" }],
+      // Text the database cannot hold: refused when the statement is, so no token is made.
+      [{ name: "a\u0000b", scopes: ["read"] }, { body: "invalid_text" }],
       [{ name: "x", scopes: ["read"], expiresAt: "2027-01-01T24:00:00Z" }, { expiresAt: "invalid_date_time" }],
       [{ name: "x", scopes: ["read"], owner: 2 }, { owner: "unknown_field" }],
       [{ scopes: ["read"] }, { name: "required" }]
@@ -74,6 +76,7 @@ describe("POST /tokens", () => {
     const past = await h.request("/tokens", { method: "POST", session, body: { name: "x", scopes: ["read"], expiresAt: "2020-01-01T00:00:00Z" } })
     expectProblem(past, 422, "validation_failed")
     expect(past.body.error.fields).toEqual({ expiresAt: "must_be_future" })
+    expect((await h.request("/tokens", { session })).body.items).toEqual([])
   })
 
   it("an expiring token works until expiresAt and is invalid_token after it", async () => {
