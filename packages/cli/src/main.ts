@@ -4,7 +4,7 @@
 import { NodeRuntime } from "@effect/platform-node"
 import { SmtpIngestLive } from "@burnbox/ingest"
 import { HttpServerLive } from "@burnbox/server"
-import { BurnboxConfig, CandidateRandom, DatabaseUrl, MigratedDatabase, SqlLive } from "@burnbox/store"
+import { BurnboxConfig, CandidateRandom, checkPortFree, DatabaseUrl, MigratedDatabase, SqlLive, StartupFailure } from "@burnbox/store"
 import { WorkerLive } from "@burnbox/worker"
 import { Cause, Effect, Layer, Logger, References } from "effect"
 import { admin } from "./Admin.ts"
@@ -31,12 +31,10 @@ Configuration comes from the environment: DATABASE_URL, BURNBOX_DATA_DIR, BURNBO
 BURNBOX_SMTP_PORT, BURNBOX_HOST, BURNBOX_SITE_URL, BURNBOX_DOMAINS, BURNBOX_SECRET, ...
 `
 
-const Config = BurnboxConfig.layer
-const Database = (maxConnections: number) =>
+const Database = (maxConnections: number, url: Layer.Layer<DatabaseUrl, StartupFailure, BurnboxConfig> = DatabaseUrl.layer) =>
   SqlLive({ maxConnections }).pipe(
     Layer.provideMerge(MigratedDatabase.layer),
-    Layer.provideMerge(DatabaseUrl.layer),
-    Layer.provideMerge(Config)
+    Layer.provideMerge(url)
   )
 
 /** Logs go to stderr, so stdout carries only what a command prints. */
@@ -52,22 +50,56 @@ const banner = Effect.gen(function*() {
     `  data     ${config.dataDir}`,
     "Create an account:",
     `  curl -i -X POST ${config.baseUrl}/auth/signup -H 'content-type: application/json' -d '{"email":"you@example.com","password":"correct horse"}'`,
-    "  or: pnpm burnbox admin account create --email you@example.com --password 'correct horse' --plan pro",
+    "  or: ./pnpmw burnbox admin account create --email you@example.com --password 'correct horse' --plan pro",
     "Stop with Ctrl-C."
   ]
   process.stdout.write(lines.join("\n") + "\n")
 })
 
-const serveRoles = <E, R>(roles: Layer.Layer<never, E, R>) =>
-  Layer.launch(Layer.mergeAll(roles, Layer.effectDiscard(banner)).pipe(
-    Layer.provide(ApiServices),
-    Layer.provide(CandidateRandom.layer),
-    Layer.provide(Database(30))
-  ))
+/** The listeners a role opens, checked before anything starts so a taken port is one line. */
+const Ports = {
+  http: (config: BurnboxConfig["Service"]) => checkPortFree(config.host, config.httpPort, "BURNBOX_HTTP_PORT"),
+  smtp: (config: BurnboxConfig["Service"]) => checkPortFree(config.host, config.smtpPort, "BURNBOX_SMTP_PORT")
+}
+
+const serveRoles = <E, R>(
+  roles: Layer.Layer<never, E, R>,
+  ports: ReadonlyArray<(config: BurnboxConfig["Service"]) => Effect.Effect<void, StartupFailure>>,
+  url?: Layer.Layer<DatabaseUrl, StartupFailure, BurnboxConfig>
+) =>
+  Effect.gen(function*() {
+    const config = yield* BurnboxConfig
+    for (const port of ports) yield* port(config)
+    return yield* Layer.launch(Layer.mergeAll(roles, Layer.effectDiscard(banner)).pipe(
+      Layer.provide(ApiServices),
+      Layer.provide(CandidateRandom.layer),
+      Layer.provide(Database(30, url))
+    ))
+  })
+
+/**
+ * A failure before the service runs is one line on stderr and exit code 1: what went wrong and
+ * what to set. Anything else is printed whole.
+ */
+const reportFailure = <A, E, R>(program: Effect.Effect<A, E, R>) =>
+  program.pipe(Effect.provide(BurnboxConfig.layer), Effect.catchCause((cause) => {
+    if (Cause.hasInterruptsOnly(cause)) return Effect.failCause(cause)
+    const errors = cause.reasons.flatMap((reason) => Cause.isFailReason(reason) ? [reason.error] : Cause.isDieReason(reason) ? [reason.defect] : [])
+    const startup = errors.find((error): error is StartupFailure => error instanceof StartupFailure)
+    const configError = errors.find((error) => (error as { _tag?: unknown })?._tag === "ConfigError")
+    const line = startup?.message ?? (configError === undefined ? undefined : `configuration: ${String((configError as { message?: unknown }).message ?? configError)}`)
+    return Effect.sync(() => {
+      process.stderr.write(line === undefined ? `burnbox: ${Cause.pretty(cause)}\n` : `burnbox: ${line}\n`)
+      process.exitCode = 1
+      // Whatever a half-started role left open must not keep the process from exiting.
+      setTimeout(() => process.exit(1), 2000).unref()
+    })
+  }))
 
 /** Prints one JSON document; a CliError becomes `{error: {code, message}}` and exit code 1. */
 const printJson = <A, E, R>(program: Effect.Effect<A, E, R>) =>
   program.pipe(
+    Effect.provide(BurnboxConfig.layer),
     Effect.map((value) => process.stdout.write(JSON.stringify(value, null, 2) + "\n")),
     Effect.catchCause((cause) => {
       const failure = [...Cause.prettyErrors(cause)][0]
@@ -84,20 +116,18 @@ const main = (argv: ReadonlyArray<string>) => {
   const [command, ...rest] = argv
   switch (command) {
     case "start":
-      return serveRoles(Layer.mergeAll(HttpServerLive, SmtpIngestLive, WorkerLive))
+      return reportFailure(serveRoles(Layer.mergeAll(HttpServerLive, SmtpIngestLive, WorkerLive), [Ports.http, Ports.smtp], DatabaseUrl.layerExclusive))
     case "serve":
-      return serveRoles(HttpServerLive)
+      return reportFailure(serveRoles(HttpServerLive, [Ports.http]))
     case "ingest":
-      return serveRoles(SmtpIngestLive)
+      return reportFailure(serveRoles(SmtpIngestLive, [Ports.smtp]))
     case "worker":
-      return serveRoles(WorkerLive)
+      return reportFailure(serveRoles(WorkerLive, []))
     case "migrate":
       return printJson(Effect.gen(function*() {
         const { applied } = yield* MigratedDatabase
         return { applied }
-      }).pipe(
-        Effect.provide(MigratedDatabase.layer.pipe(Layer.provideMerge(DatabaseUrl.layer), Layer.provideMerge(Config)))
-      ))
+      }).pipe(Effect.provide(MigratedDatabase.layer.pipe(Layer.provideMerge(DatabaseUrl.layer)))))
     case "admin":
       return printJson(Effect.suspend(() => admin(parseArgs(rest))).pipe(
         Effect.provide(ApiServices.pipe(Layer.provideMerge(CandidateRandom.layer), Layer.provideMerge(Database(2))))

@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto"
 import { mkdirSync, readFileSync, writeFileSync, existsSync } from "node:fs"
 import { join, resolve } from "node:path"
 import { Config, Context, Effect, Layer, Option, Redacted } from "effect"
+import { StartupFailure } from "./Startup.ts"
 
 /** The settings of decisions.md ("Configuration"), resolved once at the edge of each program. */
 export interface BurnboxSettings {
@@ -83,9 +84,16 @@ export const parseDomains = (input: string): Array<{ name: string; tier: "public
 
 const loadOrCreateSecret = (dataDir: string): string => {
   const file = join(dataDir, "secret")
-  if (existsSync(file)) return readFileSync(file, "utf8").trim()
-  mkdirSync(dataDir, { recursive: true, mode: 0o700 })
-  const secret = randomBytes(32).toString("base64url")
-  writeFileSync(file, secret + "\n", { mode: 0o600, flag: "wx" })
-  return secret
+  try {
+    if (existsSync(file)) return readFileSync(file, "utf8").trim()
+    mkdirSync(dataDir, { recursive: true, mode: 0o700 })
+    const secret = randomBytes(32).toString("base64url")
+    writeFileSync(file, secret + "\n", { mode: 0o600, flag: "wx" })
+    return secret
+  } catch (error) {
+    const code = (error as { code?: string }).code ?? String(error)
+    throw new StartupFailure({
+      message: `cannot create or write the data directory ${dataDir} (${code}, writing its secret); set BURNBOX_DATA_DIR to a directory you can write, or BURNBOX_SECRET`
+    })
+  }
 }

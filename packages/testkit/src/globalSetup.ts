@@ -6,7 +6,7 @@
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { migrate, seed, startEmbeddedPostgres, withClient, withDatabase } from "@burnbox/store"
+import { migrate, removeCluster, seed, startEmbeddedPostgres, withClient, withDatabase } from "@burnbox/store"
 import { Effect, Exit, Redacted, Scope } from "effect"
 import type { TestProject } from "vitest/node"
 
@@ -21,7 +21,7 @@ declare module "vitest" {
 export default async function setup(project: TestProject) {
   const dir = mkdtempSync(join(tmpdir(), "burnbox-test-"))
   const scope = Scope.makeUnsafe()
-  const cluster = await Effect.runPromise(Scope.provide(scope)(startEmbeddedPostgres(join(dir, "postgres"), {
+  const cluster = await Effect.runPromise(Scope.provide(scope)(startEmbeddedPostgres(dir, {
     // Test data is disposable: trade durability for speed.
     tuning: ["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"]
   })))
@@ -32,6 +32,7 @@ export default async function setup(project: TestProject) {
   project.provide("clusterUrl", Redacted.value(cluster.url))
   return async () => {
     await Effect.runPromise(Scope.close(scope, Exit.void))
+    removeCluster(dir)
     rmSync(dir, { recursive: true, force: true })
   }
 }
