@@ -1,0 +1,292 @@
+/**
+ * MailQueue: the pipeline's claims on stored mail (architecture.md, "MailQueue"). A message row
+ * in `stub` state is the durable job the accepting transaction wrote; workers claim rows with
+ * FOR UPDATE SKIP LOCKED, woken by NOTIFY from that transaction, and a claim names the claiming
+ * process (`application_name`), so the claims of a process that died are given back within a
+ * second. Kept apart from pg-boss because a NOTIFY-woken claim answers in milliseconds where
+ * pg-boss polls (`scripts/bench-queue.ts` measures both).
+ *
+ * `store` writes a batch of results with one statement composed from the owners' fragments: the
+ * message rows (messages), the search index (SearchIndex), the outbox (Outbox) and the realtime
+ * notification (Realtime); attachments join it in one transaction when there are any.
+ */
+import { PgClient } from "@effect/sql-pg"
+import type { MessageAnalysis, ParsedMessage } from "@burnbox/domain/mail/index"
+import { Context, Effect, Layer, type Queue, Schema, type Scope } from "effect"
+import { SqlClient, SqlSchema } from "effect/sql"
+import { PipelineChannel } from "../Mailstore.ts"
+import { eventRecord, insertEventRecords, type NewEvent, OutboxChannel } from "../Outbox.ts"
+import { pgText } from "../PgText.ts"
+import { publishFragment } from "../realtime/Realtime.ts"
+import { indexFragment, refreshArchiveMarks } from "../search/SearchIndex.ts"
+import { now } from "../Time.ts"
+
+/**
+ * A claim older than this is taken again whoever holds it. A claim by a process that has no
+ * connection left to PostgreSQL (it died) is taken again within about a second (`takeOver`).
+ */
+export const ClaimTimeoutMs = 60_000
+/** Messages one claim takes. */
+export const ClaimBatchSize = 8
+/** Raw bytes up to this size come with the claim; larger messages are read one by one (`readRaw`). */
+const InlineRawBytes = 256 * 1024
+
+const ClaimedRow = Schema.Struct({
+  id: Schema.Int,
+  processing_attempts: Schema.Int,
+  account_id: Schema.Int,
+  alias_id: Schema.Int,
+  local_part: Schema.String,
+  domain: Schema.String,
+  label: Schema.NullOr(Schema.String),
+  source: Schema.Literals(["smtp", "test"]),
+  received_at: Schema.Date,
+  size_bytes: Schema.Int,
+  client_address: Schema.NullOr(Schema.String),
+  client_helo: Schema.NullOr(Schema.String),
+  envelope_from: Schema.NullOr(Schema.String),
+  has_raw: Schema.Boolean,
+  raw: Schema.NullOr(Schema.Uint8Array)
+})
+
+/** A claimed message with what its processing needs. */
+export interface ClaimedMessage {
+  readonly id: number
+  /** This claim included: more than MaxAttempts means it keeps killing its worker. */
+  readonly attempts: number
+  readonly accountId: number
+  readonly aliasId: number
+  readonly alias: { readonly id: number; readonly address: string; readonly label: string | null }
+  readonly source: "smtp" | "test"
+  readonly receivedAt: Date
+  readonly sizeBytes: number
+  readonly clientAddress: string | null
+  readonly clientHelo: string | null
+  readonly envelopeFrom: string | null
+  readonly hasRaw: boolean
+  /** The raw bytes of a small message; null for a large one (read it with `readRaw`). */
+  readonly raw: Uint8Array | null
+}
+
+const toClaimed = (row: typeof ClaimedRow.Type): ClaimedMessage => ({
+  id: row.id,
+  attempts: row.processing_attempts,
+  accountId: row.account_id,
+  aliasId: row.alias_id,
+  alias: { id: row.alias_id, address: `${row.local_part}@${row.domain}`, label: row.label },
+  source: row.source,
+  receivedAt: row.received_at,
+  sizeBytes: row.size_bytes,
+  clientAddress: row.client_address,
+  clientHelo: row.client_helo,
+  envelopeFrom: row.envelope_from,
+  hasRaw: row.has_raw,
+  raw: row.raw
+})
+
+/** What the pipeline made of one message, ready to store. */
+export interface ProcessedMessage {
+  readonly message: ClaimedMessage
+  readonly parsed: ParsedMessage
+  readonly analysis: MessageAnalysis
+  readonly auth: { readonly spf: string | null; readonly dkim: string | null; readonly dmarc: string | null }
+  readonly events: ReadonlyArray<NewEvent>
+}
+
+const text = (value: string | null) => (value === null ? null : pgText(value))
+
+export class MailQueue extends Context.Service<MailQueue, {
+  /** Claims up to ClaimBatchSize stub messages (and claims past ClaimTimeoutMs), oldest first. */
+  readonly claim: Effect.Effect<ReadonlyArray<ClaimedMessage>>
+  /** The raw bytes of a message too large to come with its claim. */
+  readonly readRaw: (id: number) => Effect.Effect<Uint8Array | undefined>
+  /** Marks a message failed with a reason; its raw bytes stay. */
+  readonly fail: (id: number, reason: string) => Effect.Effect<void>
+  /** Stores a batch of results atomically; a message another process took over meanwhile is left alone. */
+  readonly store: (batch: ReadonlyArray<ProcessedMessage>) => Effect.Effect<void>
+  /** Gives the claims of processes that are gone back to the queue; answers how many. */
+  readonly takeOver: Effect.Effect<number>
+  /** A wake-up each time mail is queued (at the accepting commit). */
+  readonly wakeups: Effect.Effect<Queue.Dequeue<unknown, unknown>, never, Scope.Scope>
+}>()("burnbox/MailQueue") {
+  static readonly layer = Layer.effect(MailQueue, Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const pg = yield* PgClient.PgClient
+
+    // This process's name on its connections (Database.ts processApplicationName), recorded with
+    // each claim; another name (a pool configured elsewhere) claims for the timeout alone.
+    const named = yield* SqlSchema.findAll({
+      Request: Schema.Void,
+      Result: Schema.Struct({ name: Schema.String }),
+      execute: () => sql`SELECT current_setting('application_name') AS name`
+    })(undefined).pipe(Effect.orDie)
+    const worker = named[0] !== undefined && named[0].name.startsWith("burnbox/") ? named[0].name : null
+
+    const claimRows = SqlSchema.findAll({
+      Request: Schema.Date,
+      Result: ClaimedRow,
+      execute: (at) => sql`
+        WITH claimed AS (
+          UPDATE messages SET processing_status = 'processing', processing_started_at = ${at},
+                 processing_attempts = processing_attempts + 1, processing_worker = ${worker}
+          WHERE id IN (
+            SELECT id FROM messages
+            WHERE processing_status = 'stub'
+               OR (processing_status = 'processing' AND processing_started_at < ${new Date(at.getTime() - ClaimTimeoutMs)})
+            ORDER BY id LIMIT ${ClaimBatchSize} FOR UPDATE SKIP LOCKED)
+          RETURNING id, processing_attempts, account_id, alias_id, source, received_at, size_bytes,
+                    client_address, client_helo, envelope_from)
+        SELECT c.id, c.processing_attempts, c.account_id, c.alias_id, al.local_part, d.name AS domain, al.label,
+               c.source, c.received_at, c.size_bytes, c.client_address, c.client_helo, c.envelope_from,
+               (r.message_id IS NOT NULL) AS has_raw,
+               CASE WHEN octet_length(r.raw) <= ${InlineRawBytes} THEN r.raw END AS raw
+        FROM claimed c
+        JOIN aliases al ON al.id = c.alias_id JOIN domains d ON d.id = al.domain_id
+        LEFT JOIN message_raw r ON r.message_id = c.id
+        ORDER BY c.id`
+    })
+    const claim = Effect.flatMap(now, claimRows).pipe(Effect.map((rows) => rows.map(toClaimed)), Effect.orDie)
+
+    const readRaw = (id: number) =>
+      SqlSchema.findAll({
+        Request: Schema.Int,
+        Result: Schema.Struct({ raw: Schema.Uint8Array }),
+        execute: (messageId) => sql`SELECT raw FROM message_raw WHERE message_id = ${messageId}`
+      })(id).pipe(Effect.map((rows) => rows[0]?.raw), Effect.orDie)
+
+    const fail = (id: number, reason: string) =>
+      Effect.flatMap(now, (at) =>
+        sql`
+          WITH failed AS (
+            UPDATE messages SET processing_status = 'failed', failure_reason = ${reason}, processed_at = ${at}
+            WHERE id = ${id} RETURNING id, account_id)
+          SELECT ${publishFragment(sql, "failed", "failed")} FROM failed`
+      ).pipe(Effect.orDie, Effect.asVoid)
+
+    /**
+     * parse + index, realtime and webhook of `batch` in one statement: the UPDATE takes every
+     * message still ours (the others were taken over), and only those get their events and
+     * their realtime notification. Answers the ids it stored. (rules: the account's mail rules
+     * run here once they exist, mailRuleCount; none yet.)
+     */
+    const storeStatement = (batch: ReadonlyArray<ProcessedMessage>, at: Date) =>
+      SqlSchema.findAll({
+        Request: Schema.Void,
+        Result: Schema.Struct({ id: Schema.Int }),
+        execute: () =>
+          sql`
+            WITH stored AS (
+              UPDATE messages m SET
+                sender_name = u.sender_name, sender_address = u.sender_address, subject = u.subject,
+                snippet = u.snippet, text_body = u.text_body, html_original = u.html_original,
+                html_sanitized = u.html_sanitized, remote_image_count = u.remote_image_count,
+                headers = u.headers, otp_codes = u.otp_codes, verification_links = u.verification_links,
+                auth = u.auth, has_attachments = u.has_attachments,
+                processing_status = 'processed', processed_at = ${at}, failure_reason = NULL
+              FROM json_to_recordset(${JSON.stringify(batch.map(({ analysis, auth, message, parsed }) => ({
+                id: message.id,
+                sender_name: text(parsed.sender.name),
+                sender_address: text(parsed.sender.address),
+                subject: text(parsed.subject),
+                snippet: text(analysis.snippet),
+                text_body: text(parsed.text),
+                html_original: text(parsed.html),
+                html_sanitized: text(analysis.sanitizedHtml),
+                remote_image_count: analysis.remoteImageCount,
+                headers: parsed.headers,
+                otp_codes: analysis.otpCodes,
+                verification_links: analysis.verificationLinks,
+                auth,
+                has_attachments: parsed.attachments.length > 0,
+                sender_text: text(`${parsed.sender.name ?? ""} ${parsed.sender.address}`),
+                search_text: text(analysis.searchText.slice(0, 500_000))
+              })))}::json) AS u(
+                id int, sender_name text, sender_address text, subject text, snippet text, text_body text,
+                html_original text, html_sanitized text, remote_image_count int, headers jsonb, otp_codes jsonb,
+                verification_links jsonb, auth jsonb, has_attachments boolean, sender_text text, search_text text)
+              -- The ids as an array too: they are looked up by key, not found by scanning every
+              -- message in the pipeline (the whole backlog) for the recordset's ids.
+              WHERE m.id = ANY(${`{${batch.map((ready) => ready.message.id).join(",")}}`}::int[])
+                AND m.id = u.id AND m.processing_status = 'processing'
+              RETURNING m.id, m.account_id, m.alias_id, m.received_at, m.has_attachments, m.trashed_at,
+                        m.subject, u.sender_text, u.search_text),
+            indexed AS (${indexFragment(sql, "stored")}),
+            appended AS (${insertEventRecords(
+              sql,
+              batch.flatMap((ready) => ready.events.map((event) => ({ message_id: ready.message.id, ...eventRecord(event) }))),
+              sql`e.message_id IN (SELECT id FROM stored)`
+            )})
+            -- Notifications go out at commit; the outbox's repeated one is sent once (same payload).
+            SELECT s.id, ${publishFragment(sql, "processed", "s")}, pg_notify(${OutboxChannel}, '')
+            FROM stored s ORDER BY s.id`
+      })(undefined)
+
+    /** The store statement and the batch's attachments, in one transaction. */
+    const storeWithAttachments = (batch: ReadonlyArray<ProcessedMessage>, at: Date) =>
+      sql.withTransaction(Effect.gen(function*() {
+        const stored = yield* storeStatement(batch, at)
+        const ours = new Set(stored.map((row) => row.id))
+        const done = batch.filter((ready) => ours.has(ready.message.id))
+        // Attachments: a message claimed for the first time has none stored yet.
+        const again = done.filter((ready) => ready.message.attempts > 1).map((ready) => ready.message.id)
+        if (again.length > 0) yield* sql`DELETE FROM attachments WHERE message_id IN ${sql.in(again)}`
+        const attachments = done.flatMap(({ message, parsed }) =>
+          parsed.attachments.map((attachment, position) => ({
+            message_id: message.id,
+            position,
+            filename: attachment.filename,
+            mime_type: attachment.mimeType,
+            size_bytes: attachment.content.byteLength,
+            dangerous: attachment.dangerous,
+            previewable: attachment.previewable,
+            content_id: attachment.contentId,
+            content: attachment.content
+          }))
+        )
+        for (let i = 0; i < attachments.length; i += 1_000) {
+          const [first, ...rest] = attachments.slice(i, i + 1_000)
+          yield* sql`INSERT INTO attachments ${sql.insert([first!, ...rest])}`
+        }
+        return stored
+      }))
+
+    /**
+     * Writes the results of `batch`, atomically: one statement, in a transaction of its own only
+     * when attachments are written too (or a retried message's earlier ones removed).
+     */
+    const store = (batch: ReadonlyArray<ProcessedMessage>) =>
+      Effect.gen(function*() {
+        const at = yield* now
+        const withAttachments = batch.some((ready) => ready.parsed.attachments.length > 0 || ready.message.attempts > 1)
+        const stored = withAttachments ? yield* storeWithAttachments(batch, at) : yield* storeStatement(batch, at)
+        yield* refreshArchiveMarks(sql, stored.map((row) => row.id))
+      }).pipe(Effect.asVoid, Effect.orDie)
+
+    /**
+     * A claim names its process, and a living process keeps at least one connection (its LISTEN)
+     * open, so a name no connection shows any more is a process that died with messages in hand.
+     * They count as attempts (MaxAttempts still stops a message that keeps killing its worker).
+     */
+    const takeOver = Effect.gen(function*() {
+      const rows = yield* SqlSchema.findAll({
+        Request: Schema.Void,
+        Result: Schema.Struct({ n: Schema.Int }),
+        execute: () => sql`
+          WITH orphaned AS (
+            UPDATE messages m SET processing_status = 'stub'
+            WHERE m.processing_status = 'processing' AND m.processing_worker IS NOT NULL
+              AND NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.application_name = m.processing_worker)
+            RETURNING m.id
+          )
+          SELECT count(*)::int AS n FROM orphaned`
+      })(undefined)
+      const n = rows[0]?.n ?? 0
+      if (n > 0) yield* sql`SELECT pg_notify(${PipelineChannel}, '')`
+      return n
+    }).pipe(Effect.orDie)
+
+    const wakeups = pg.listen(PipelineChannel).pipe(Effect.orDie)
+
+    return MailQueue.of({ claim, readRaw, fail, store, takeOver, wakeups })
+  }))
+}
