@@ -1,6 +1,6 @@
 /**
- * The worker role: scheduled work through pg-boss on the same PostgreSQL (its own small
- * `pg` pool and schema, as pg-boss needs). Every queue's handler is idempotent, so a job that
+ * The worker role: the message pipeline and webhook delivery (MailQueue claims), and scheduled
+ * work through the JobQueue (pg-boss). Every queue's handler is idempotent, so a job that
  * runs twice, or two workers racing, change nothing twice.
  *
  * - `alias-timers`, every minute: burn aliases whose self-destruct deadline passed and emit
@@ -9,12 +9,11 @@
  * - `retention`, every five minutes: delete messages past their retention with their bytes.
  * - `maintenance`, hourly: forget ended candidate reservations and expired rate windows.
  */
-import { Aliases, DatabaseUrl, Mailstore, RateLimiter } from "@burnbox/store"
+import { Aliases, JobQueue, Mailstore, RateLimiter } from "@burnbox/store"
 import { DnsResolver } from "./MailAuth.ts"
 import { PipelineLive } from "./Pipeline.ts"
 import { DeliveryLive } from "./Delivery.ts"
-import { Effect, Layer, Redacted } from "effect"
-import { PgBoss } from "pg-boss"
+import { Effect, Layer } from "effect"
 
 export const Queues = { timers: "alias-timers", retention: "retention", maintenance: "maintenance" } as const
 
@@ -43,46 +42,19 @@ export const timers = Effect.gen(function*() {
 })
 
 export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
-  const url = yield* DatabaseUrl
-  const context = yield* Effect.context<Aliases | RateLimiter | Mailstore>()
-  const run = <A>(name: string, effect: Effect.Effect<A, never, Aliases | RateLimiter | Mailstore>) => () =>
-    Effect.runPromise(effect.pipe(
-      Effect.tap((result) => Effect.logDebug(`${name} done`, result)),
-      Effect.provideContext(context)
-    ))
-
-  let stopping = false
-  const boss = yield* Effect.acquireRelease(
-    Effect.promise(async () => {
-      const boss = new PgBoss({ connectionString: Redacted.value(url), schema: "pgboss", max: 4, application_name: "burnbox-worker" })
-      boss.on("error", (error) => {
-        // While stopping, connections closing under pg-boss are expected, not news.
-        if (!stopping) Effect.runFork(Effect.logError(`pg-boss: ${error.message}`).pipe(Effect.provideContext(context)))
-      })
-      await boss.start()
-      return boss
-    }),
-    (boss) =>
-      Effect.promise(async () => {
-        stopping = true
-        await boss.stop({ graceful: true, close: true, timeout: 10_000 })
-      })
-  )
-
-  yield* Effect.promise(async () => {
-    for (const queue of Object.values(Queues)) await boss.createQueue(queue)
-    await boss.schedule(Queues.timers, "* * * * *")
-    await boss.schedule(Queues.retention, "*/5 * * * *")
-    await boss.schedule(Queues.maintenance, "17 * * * *")
-    await boss.work(Queues.timers, run(Queues.timers, timers))
-    await boss.work(Queues.retention, run(Queues.retention, retention))
-    await boss.work(Queues.maintenance, run(Queues.maintenance, maintenance))
-    await boss.send(Queues.timers)
-  })
+  const jobs = yield* JobQueue
+  yield* jobs.work(Queues.timers, timers)
+  yield* jobs.work(Queues.retention, retention)
+  yield* jobs.work(Queues.maintenance, maintenance)
+  yield* jobs.schedule(Queues.timers, "* * * * *")
+  yield* jobs.schedule(Queues.retention, "*/5 * * * *")
+  yield* jobs.schedule(Queues.maintenance, "17 * * * *")
+  // A worker that was down catches up on timers at once instead of at the next minute.
+  yield* jobs.send(Queues.timers)
   yield* Effect.logInfo("worker started (message pipeline; pg-boss: alias-timers every minute, retention every 5 minutes, maintenance hourly)")
 })).pipe(
   Layer.merge(PipelineLive.pipe(Layer.provide(DnsResolver.layer))),
   Layer.merge(DeliveryLive),
+  Layer.provide(JobQueue.layer),
   Layer.provide(Layer.mergeAll(Aliases.layer, RateLimiter.layer, Mailstore.layer).pipe(Layer.provide(RateLimiter.layer)))
 )
-

@@ -1,0 +1,157 @@
+/**
+ * MailQueue, Realtime and JobQueue against the embedded PostgreSQL, without the HTTP server: the
+ * pipeline's claims, its batched store and what it publishes, across processes.
+ */
+import { assert, describe, it, layer } from "@effect/vitest"
+import { analyzeMessage, buildTestMessage, parseMessage } from "@burnbox/domain/mail/index"
+import { ClaimTimeoutMs, JobQueue, MailQueue, Mailstore, type ProcessedMessage, Realtime } from "@burnbox/store"
+import { freshDatabase, processOn, seedAlias, TestDatabase } from "@burnbox/testkit"
+import { Clock, Deferred, Effect, Layer, Queue } from "effect"
+import { SqlClient } from "effect/sql"
+import { TestClock } from "effect/testing"
+
+const accept = (aliasId: number, accountId: number, address: string, subject: string) =>
+  Effect.gen(function*() {
+    const mailstore = yield* Mailstore
+    const raw = buildTestMessage(
+      { from: "Shop <shop@example.com>", subject, text: `Your code is 482913. ${subject}` },
+      { to: address, date: new Date(yield* Clock.currentTimeMillis) }
+    )
+    const [accepted] = yield* mailstore.accept({ deliveries: [{ aliasId, accountId, recipient: address }], raw, source: "test", envelopeFrom: null, clientAddress: null, clientHelo: null })
+    return accepted!.id
+  }).pipe(Effect.orDie)
+
+const processed = (claimed: ProcessedMessage["message"]) =>
+  Effect.gen(function*() {
+    const queue = yield* MailQueue
+    const raw = claimed.raw ?? (yield* queue.readRaw(claimed.id))
+    const result = yield* Effect.promise(() => parseMessage(raw!))
+    if (!result.ok) return yield* Effect.die(result.reason)
+    return { message: claimed, parsed: result.message, analysis: analyzeMessage(result.message), auth: { spf: null, dkim: null, dmarc: null }, events: [] }
+  })
+
+const Queues = Layer.mergeAll(MailQueue.layer, Mailstore.layer, Realtime.layer).pipe(Layer.provideMerge(TestDatabase))
+
+layer(Queues)("MailQueue", (it) => {
+  it.effect("claims an accepted message once, with its alias and raw bytes; a second claim finds nothing", () =>
+    Effect.gen(function*() {
+      const queue = yield* MailQueue
+      const { accountId, address, aliasId } = yield* seedAlias("amber.otter.1")
+      const id = yield* accept(aliasId, accountId, address, "first")
+      const claimed = yield* queue.claim
+      assert.deepStrictEqual(claimed.map((m) => m.id), [id])
+      assert.strictEqual(claimed[0]!.attempts, 1)
+      assert.deepStrictEqual(claimed[0]!.alias, { id: aliasId, address, label: null })
+      assert.isTrue(claimed[0]!.hasRaw)
+      assert.include(Buffer.from(claimed[0]!.raw!).toString("utf8"), "Subject: first")
+      assert.deepStrictEqual(yield* queue.claim, [])
+      yield* queue.fail(id, "test_cleanup")
+    }))
+
+  it.effect("a claim older than the claim timeout is taken again, counting the attempt", () =>
+    Effect.gen(function*() {
+      const queue = yield* MailQueue
+      const { accountId, address, aliasId } = yield* seedAlias("amber.otter.2")
+      const id = yield* accept(aliasId, accountId, address, "stuck")
+      assert.deepStrictEqual((yield* queue.claim).map((m) => m.id), [id])
+      yield* TestClock.adjust(ClaimTimeoutMs - 1)
+      assert.deepStrictEqual(yield* queue.claim, [])
+      yield* TestClock.adjust(2)
+      const again = yield* queue.claim
+      assert.deepStrictEqual(again.map((m) => [m.id, m.attempts]), [[id, 2]])
+      yield* queue.fail(id, "test_cleanup")
+    }))
+
+  it.effect("store writes the results and the search words, and publishes processed to the account's subscribers only", () =>
+    Effect.gen(function*() {
+      const queue = yield* MailQueue
+      const realtime = yield* Realtime
+      const sql = yield* SqlClient.SqlClient
+      const mine = yield* seedAlias("amber.otter.3")
+      const other = yield* seedAlias("amber.otter.4")
+      const events = yield* realtime.subscribe(mine.accountId)
+      const otherEvents = yield* realtime.subscribe(other.accountId)
+      const id = yield* accept(mine.aliasId, mine.accountId, mine.address, "verify zebra")
+      const [claimed] = yield* queue.claim
+      yield* queue.store([yield* processed(claimed!)])
+      const [row] = yield* sql<{ processing_status: string; subject: string; otp_codes: Array<string> }>`
+        SELECT processing_status, subject, otp_codes FROM messages WHERE id = ${id}`
+      assert.deepStrictEqual(row, { processing_status: "processed", subject: "verify zebra", otp_codes: ["482913"] })
+      const [indexed] = yield* sql<{ n: number }>`
+        SELECT count(*)::int AS n FROM message_search WHERE id = ${id} AND account_id = ${mine.accountId}`
+      assert.strictEqual(indexed!.n, 1)
+      assert.deepStrictEqual(yield* Queue.take(events), { accountId: mine.accountId, messageId: id, status: "processed" })
+      assert.strictEqual(yield* Queue.size(otherEvents), 0)
+    }).pipe(Effect.scoped))
+
+  it.effect("store leaves a message another process took over meanwhile; fail keeps the raw bytes and publishes failed", () =>
+    Effect.gen(function*() {
+      const queue = yield* MailQueue
+      const realtime = yield* Realtime
+      const sql = yield* SqlClient.SqlClient
+      const { accountId, address, aliasId } = yield* seedAlias("amber.otter.5")
+      const events = yield* realtime.subscribe(accountId)
+      const id = yield* accept(aliasId, accountId, address, "taken over")
+      const [claimed] = yield* queue.claim
+      const result = yield* processed(claimed!)
+      // Meanwhile the message went back to the queue (a takeover).
+      yield* sql`UPDATE messages SET processing_status = 'stub' WHERE id = ${id}`
+      yield* queue.store([result])
+      const [before] = yield* sql<{ processing_status: string }>`SELECT processing_status FROM messages WHERE id = ${id}`
+      assert.strictEqual(before!.processing_status, "stub")
+      yield* queue.fail(id, "unparsable: test")
+      const [after] = yield* sql<{ processing_status: string; failure_reason: string; raw: number }>`
+        SELECT m.processing_status, m.failure_reason, (SELECT count(*)::int FROM message_raw r WHERE r.message_id = m.id) AS raw
+        FROM messages m WHERE m.id = ${id}`
+      assert.deepStrictEqual(after, { processing_status: "failed", failure_reason: "unparsable: test", raw: 1 })
+      assert.deepStrictEqual(yield* Queue.take(events), { accountId, messageId: id, status: "failed" })
+    }).pipe(Effect.scoped))
+
+  it.effect("takeOver gives back the claims of a process that has no connection left", () =>
+    Effect.gen(function*() {
+      const queue = yield* MailQueue
+      const sql = yield* SqlClient.SqlClient
+      const { accountId, address, aliasId } = yield* seedAlias("amber.otter.6")
+      const id = yield* accept(aliasId, accountId, address, "orphan")
+      yield* queue.claim
+      assert.strictEqual(yield* queue.takeOver, 0)
+      yield* sql`UPDATE messages SET processing_worker = 'burnbox/0/gone' WHERE id = ${id}`
+      assert.strictEqual(yield* queue.takeOver, 1)
+      assert.deepStrictEqual((yield* queue.claim).map((m) => [m.id, m.attempts]), [[id, 2]])
+      yield* queue.fail(id, "test_cleanup")
+    }))
+})
+
+describe("Realtime across processes", () => {
+  it.live("an event published by one process reaches a subscriber in another, and no one else's", () =>
+    Effect.gen(function*() {
+      const url = yield* freshDatabase
+      const subscriberProcess = yield* Layer.build(Realtime.layer.pipe(Layer.provideMerge(processOn(url))))
+      const publisherProcess = yield* Layer.build(Realtime.layer.pipe(Layer.provideMerge(processOn(url))))
+      const events = yield* Effect.gen(function*() {
+        const realtime = yield* Realtime
+        return yield* realtime.subscribe(7)
+      }).pipe(Effect.provide(subscriberProcess))
+      yield* Effect.gen(function*() {
+        const realtime = yield* Realtime
+        yield* realtime.publish({ accountId: 8, messageId: 1, status: "processed" })
+        yield* realtime.publish({ accountId: 7, messageId: 2, status: "failed" })
+      }).pipe(Effect.provide(publisherProcess))
+      assert.deepStrictEqual(yield* Queue.take(events).pipe(Effect.timeout("10 seconds")), { accountId: 7, messageId: 2, status: "failed" })
+    }).pipe(Effect.scoped))
+})
+
+describe("JobQueue", () => {
+  it.live("runs a job sent to a queue in the process that works it", () =>
+    Effect.gen(function*() {
+      const url = yield* freshDatabase
+      const jobs = yield* Layer.build(JobQueue.layer.pipe(Layer.provideMerge(processOn(url))))
+      const ran = yield* Deferred.make<string>()
+      yield* Effect.gen(function*() {
+        const queue = yield* JobQueue
+        yield* queue.work("test-queue", Deferred.succeed(ran, "ran"))
+        yield* queue.send("test-queue")
+      }).pipe(Effect.provide(jobs))
+      assert.strictEqual(yield* Deferred.await(ran).pipe(Effect.timeout("30 seconds")), "ran")
+    }).pipe(Effect.scoped))
+})

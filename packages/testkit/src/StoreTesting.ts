@@ -1,0 +1,46 @@
+/**
+ * Store tests: a repository against its own fresh database (cloned from the migrated template
+ * of the run's embedded PostgreSQL), without the HTTP server around it.
+ */
+import { randomBytes } from "node:crypto"
+import { PgClient } from "@effect/sql-pg"
+import { BurnboxConfig, DatabaseUrl, processApplicationName, withClient, withDatabase } from "@burnbox/store"
+import { Effect, Layer, Option, Redacted } from "effect"
+import { SqlClient } from "effect/sql"
+import { clusterUrl, TestSecret } from "./Harness.ts"
+
+/** A new database from the template, for one test file. */
+export const freshDatabase = Effect.gen(function*() {
+  const cluster = Redacted.make(clusterUrl())
+  const name = `t_${randomBytes(6).toString("hex")}`
+  yield* withClient(cluster, (client) => client.query(`CREATE DATABASE ${name} TEMPLATE burnbox_template`))
+  return withDatabase(cluster, name)
+})
+
+/**
+ * The SQL client of one process (its own pool and connection name) on `url`, with the config and
+ * database URL services the repositories read. Several of these on one URL are several processes.
+ */
+export const processOn = (url: Redacted.Redacted<string>) =>
+  PgClient.layer({ url, maxConnections: 4, applicationName: processApplicationName() }).pipe(
+    Layer.provideMerge(Layer.succeed(DatabaseUrl, url)),
+    Layer.provideMerge(Layer.succeed(BurnboxConfig, BurnboxConfig.make({ secret: Redacted.make(TestSecret), databaseUrl: Option.some(url) })))
+  )
+
+/** A fresh database and one process on it. */
+export const TestDatabase = Layer.unwrap(Effect.map(freshDatabase, processOn))
+
+/** An account with one active alias on burnbox.test, written straight into the tables. */
+export const seedAlias = (localPart: string) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const email = `${localPart}@example.com`
+    const [account] = yield* sql<{ id: number }>`
+      INSERT INTO accounts (email, email_key, password_hash, plan, created_at)
+      VALUES (${email}, ${email}, 'not-a-hash', 'pro', now()) RETURNING id`
+    const [alias] = yield* sql<{ id: number }>`
+      INSERT INTO aliases (account_id, domain_id, local_part, local_key, style, status, claimed_at)
+      SELECT ${account!.id}, id, ${localPart}, ${localPart}, 'words', 'active', now() FROM domains WHERE name = 'burnbox.test'
+      RETURNING id`
+    return { accountId: account!.id, aliasId: alias!.id, address: `${localPart}@burnbox.test` }
+  }).pipe(Effect.orDie)
