@@ -122,6 +122,10 @@ export const judgeBearer = (grant: TokenGrant | undefined, at: Date, required: S
   }
 }
 
+/** Fails with the refusal's error, its challenge (if any) in the answer's `WWW-Authenticate`. */
+const refuse = ({ error, challenge }: Refusal) =>
+  challenge === undefined ? Effect.fail(error) : addResponseHeaders({ "www-authenticate": challenge }).pipe(Effect.andThen(Effect.fail(error)))
+
 /** What a request without a usable credential counts against: its client address. */
 export const anonymousLimit = (request: HttpServerRequest.HttpServerRequest): RequestLimit =>
   ({ key: `anon:${clientAddress(request)}`, windows: AnonymousWindows })
@@ -144,9 +148,6 @@ export const AuthenticationLive = Layer.effect(Authentication, Effect.gen(functi
       return yield* new RateLimited({ code: "rate_limited", message: `Request limit reached; retry in ${decision.retryAfter} s.` })
     }
   })
-
-  const refuse = ({ error, challenge }: Refusal) =>
-    challenge === undefined ? Effect.fail(error) : addResponseHeaders({ "www-authenticate": challenge }).pipe(Effect.andThen(Effect.fail(error)))
 
   const bearer = Effect.fnUntraced(function*(request: HttpServerRequest.HttpServerRequest, header: string, required: Scope | "session") {
     const secret = tokenSecret(header)
