@@ -13,7 +13,7 @@ import {
   Unauthorized
 } from "@burnbox/domain"
 import { AccountSnapshots, Keyring, RateLimiter, Sessions, type TokenGrant, Tokens } from "@burnbox/store"
-import { type Decision } from "@burnbox/store/RateLimiter"
+import { type Decision, type Window } from "@burnbox/store/RateLimiter"
 import { Context, Effect, Layer, Option, Redacted } from "effect"
 import { HttpEffect, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { now } from "@burnbox/store/Time"
@@ -63,6 +63,73 @@ export const bearerCredential = (header: string): string | undefined => {
   return match?.[1]
 }
 
+/** The secret an Authorization header presents, when it has the shape of one of our tokens. */
+export const tokenSecret = (header: string): string | undefined => {
+  const secret = bearerCredential(header)
+  return secret !== undefined && secret.startsWith(TokenPrefix) ? secret : undefined
+}
+
+/** Which counter a request counts against, and its windows. */
+export interface RequestLimit {
+  readonly key: string
+  readonly windows: ReadonlyArray<Window>
+}
+
+/** Why a request is refused, and the challenge its answer carries (`WWW-Authenticate`), if any. */
+export interface Refusal {
+  readonly error: Unauthorized | Forbidden
+  readonly challenge: string | undefined
+}
+
+/**
+ * The one judgement of a bearer token for an endpoint requiring `required`, at `at`: whether it
+ * authenticates, which counter the request counts against, and whether it is let through, as
+ * which principal. The full stack (the security middleware) and the hot read path both act on
+ * it; only how they get the grant and count the request differs (waiting for the database, or
+ * from this process's caches).
+ */
+export type BearerJudgement =
+  /** No usable token: the request counts against its client address, and is refused. */
+  | { readonly _tag: "InvalidToken"; readonly refusal: Refusal }
+  /** A usable token that may not make this request: counted against the token, then refused. */
+  | { readonly _tag: "Refused"; readonly grant: TokenGrant; readonly limit: RequestLimit; readonly refusal: Refusal }
+  /** Counted against the token, then let through. */
+  | { readonly _tag: "Granted"; readonly grant: TokenGrant; readonly limit: RequestLimit; readonly principal: Principal }
+
+export const judgeBearer = (grant: TokenGrant | undefined, at: Date, required: Scope | "session"): BearerJudgement => {
+  if (!usableGrant(grant, at)) {
+    return { _tag: "InvalidToken", refusal: { error: Unauthorized.invalidToken(), challenge: `${realm}, error="invalid_token"` } }
+  }
+  const limit = { key: `token:${grant.id}`, windows: tokenWindows(grant) }
+  const refused = (error: Unauthorized | Forbidden, challenge?: string): BearerJudgement =>
+    ({ _tag: "Refused", grant, limit, refusal: { error, challenge } })
+  if (grant.status === "suspended") return refused(Forbidden.tokenSuspended())
+  if (required === "session") return refused(Forbidden.sessionRequired())
+  if (!grant.scopes.includes(required)) {
+    return refused(Forbidden.insufficientScope(required), `${realm}, error="insufficient_scope", scope="${required}"`)
+  }
+  return {
+    _tag: "Granted",
+    grant,
+    limit,
+    principal: {
+      accountId: grant.accountId,
+      kind: "bearer",
+      tokenId: grant.id,
+      sessionId: null,
+      scopes: new Set(grant.scopes)
+    }
+  }
+}
+
+/** Fails with the refusal's error, its challenge (if any) in the answer's `WWW-Authenticate`. */
+const refuse = ({ error, challenge }: Refusal) =>
+  challenge === undefined ? Effect.fail(error) : addResponseHeaders({ "www-authenticate": challenge }).pipe(Effect.andThen(Effect.fail(error)))
+
+/** What a request without a usable credential counts against: its client address. */
+export const anonymousLimit = (request: HttpServerRequest.HttpServerRequest): RequestLimit =>
+  ({ key: `anon:${clientAddress(request)}`, windows: AnonymousWindows })
+
 export const clientAddress = (request: HttpServerRequest.HttpServerRequest): string =>
   Option.getOrElse(request.remoteAddress, () => "unknown")
 
@@ -73,7 +140,7 @@ export const AuthenticationLive = Layer.effect(Authentication, Effect.gen(functi
   const limiter = yield* RateLimiter
   const snapshots = yield* AccountSnapshots
 
-  const limit = Effect.fnUntraced(function*(key: string, windows: ReadonlyArray<{ limit: number; seconds: number }>) {
+  const limit = Effect.fnUntraced(function*({ key, windows }: RequestLimit) {
     const decision = yield* limiter.hit(key, windows)
     const at = yield* now
     yield* addResponseHeaders(rateLimitHeaders(decision, at.getTime()))
@@ -82,31 +149,14 @@ export const AuthenticationLive = Layer.effect(Authentication, Effect.gen(functi
     }
   })
 
-  const refuse = <E>(error: E, challenge: string) =>
-    addResponseHeaders({ "www-authenticate": challenge }).pipe(Effect.andThen(Effect.fail(error)))
-
   const bearer = Effect.fnUntraced(function*(request: HttpServerRequest.HttpServerRequest, header: string, required: Scope | "session") {
-    const secret = bearerCredential(header)
-    const grant = secret !== undefined && secret.startsWith(TokenPrefix) ? yield* tokens.resolve(Redacted.make(secret)) : undefined
-    const at = yield* now
-    if (!usableGrant(grant, at)) {
-      yield* limit(`anon:${clientAddress(request)}`, AnonymousWindows)
-      return yield* refuse(Unauthorized.invalidToken(), `${realm}, error="invalid_token"`)
-    }
-    yield* limit(`token:${grant.id}`, tokenWindows(grant))
-    if (grant.status === "suspended") return yield* Effect.fail(Forbidden.tokenSuspended())
-    if (required === "session") return yield* Effect.fail(Forbidden.sessionRequired())
-    if (!grant.scopes.includes(required)) {
-      return yield* refuse(Forbidden.insufficientScope(required), `${realm}, error="insufficient_scope", scope="${required}"`)
-    }
-    yield* tokens.touch(grant.id)
-    return {
-      accountId: grant.accountId,
-      kind: "bearer",
-      tokenId: grant.id,
-      sessionId: null,
-      scopes: new Set(grant.scopes)
-    } satisfies Principal
+    const secret = tokenSecret(header)
+    const grant = secret === undefined ? undefined : yield* tokens.resolve(Redacted.make(secret))
+    const judgement = judgeBearer(grant, yield* now, required)
+    yield* limit(judgement._tag === "InvalidToken" ? anonymousLimit(request) : judgement.limit)
+    if (judgement._tag !== "Granted") return yield* refuse(judgement.refusal)
+    yield* tokens.touch(judgement.grant.id)
+    return judgement.principal
   })
 
   const session = Effect.fnUntraced(function*(request: HttpServerRequest.HttpServerRequest) {
@@ -114,7 +164,7 @@ export const AuthenticationLive = Layer.effect(Authentication, Effect.gen(functi
     const secret = cookie === undefined || cookie === "" ? undefined : Redacted.make(cookie)
     const record = secret === undefined ? undefined : yield* sessions.resolve(secret)
     if (secret === undefined || record === undefined) {
-      return yield* refuse(Unauthorized.authenticationRequired(), realm)
+      return yield* refuse({ error: Unauthorized.authenticationRequired(), challenge: realm })
     }
     if (!safeMethods.has(request.method) && !keyring.checkCsrf(secret, request.headers[CsrfHeader])) {
       return yield* Effect.fail(Forbidden.csrf())

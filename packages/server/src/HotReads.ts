@@ -1,58 +1,75 @@
 /**
  * The hottest authenticated reads, GET /api/v1/me and GET /api/v1/storage with a bearer token,
- * answered straight from the caches the full stack keeps in this process: the token grant
- * (Tokens), the request-limit lease (RateLimiter) and the account snapshot (AccountSnapshots).
- * The rules are the full stack's own (`usableGrant`, `tokenWindows`, the endpoint's Access
- * annotation, `rateLimitHeaders`, the endpoint's success schema), and so are the body and the
- * headers. Whenever an input is not cached, something would have to be written (a new lease,
- * `lastUsedAt`), or the answer would not be a 200, the request goes to the full HttpApi stack
- * instead, which also fills the caches for the next one.
+ * answered by a global router middleware, in front of the API's routes, from the caches the full
+ * stack keeps in this process: the token grant (Tokens), the request-limit lease (RateLimiter)
+ * and the account snapshot (AccountSnapshots).
+ *
+ * It decides nothing of its own: the token is judged by `judgeBearer` against the endpoint's
+ * Access annotation, as the security middleware judges it; the request is counted against the
+ * judgement's limit and answered with `rateLimitHeaders`; the body is the handler's mapping
+ * (`AccountReads`) encoded with the endpoint's success schema. Whenever an input is not cached,
+ * something would have to be written (a new lease, `lastUsedAt`), or the answer would not be a
+ * 200, the request goes on to the routes unchanged, which also fill the caches for the next one.
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
-import { NodeHttpServer } from "@effect/platform-node"
-import { Account, BurnboxApi, StorageUsage, TokenPrefix } from "@burnbox/domain"
-import { type AccountRow, AccountSnapshots, RateLimiter, toAccount, Tokens } from "@burnbox/store"
+import { Account, BurnboxApi, StorageUsage } from "@burnbox/domain"
+import { type AccountRow, AccountSnapshots, RateLimiter, Tokens } from "@burnbox/store"
 import { Clock, Context, Effect, Layer, Schema } from "effect"
-import { bearerCredential, rateLimitHeaders, requiredAccess, tokenWindows, usableGrant } from "./Authentication.ts"
-import { accountStorage } from "./http/AccountHttp.ts"
+import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { judgeBearer, rateLimitHeaders, requiredAccess, tokenSecret } from "./Authentication.ts"
+import { AccountReads } from "./http/AccountHttp.ts"
 
 const group = BurnboxApi.groups.account
 
-const route = (endpoint: (typeof group.endpoints)[keyof typeof group.endpoints], encode: (account: AccountRow) => string) => {
+/**
+ * The endpoint's success encoder, as the routes use it: HttpApi encodes a JSON success with the
+ * JSON codec of the declared schema. Checked against the endpoint itself, so the two cannot drift.
+ */
+const successEncoder = <S extends Schema.Codec<unknown, unknown, never, never>>(
+  endpoint: { readonly identifier: string; readonly success: ReadonlySet<Schema.Top> },
+  declared: S
+) => {
+  const codec = Schema.toCodecJson(declared)
+  const [schema, ...others] = endpoint.success
+  if (schema?.ast !== codec.ast || others.length > 0) throw new Error(`hot read ${endpoint.identifier}: its success is not the declared schema`)
+  return Schema.encodeSync(codec)
+}
+
+const textEncoder = new TextEncoder()
+
+const route = <S extends Schema.Codec<unknown, unknown, never, never>>(
+  endpoint: (typeof group.endpoints)["me" | "storage"],
+  declared: S,
+  read: (account: AccountRow) => S["Type"]
+) => {
   const access = requiredAccess(endpoint, group)
-  // Snapshots are immutable: each one's body is encoded once.
-  const bodies = new WeakMap<AccountRow, string>()
-  /**
-   * The body, or undefined when the stored account does not encode (a row its schema refuses).
-   * This runs inside Node's request dispatch, where a throw would take the process down: such a
-   * request goes to the full stack, which answers it as it answers any other failure.
-   */
-  const body = (account: AccountRow): string | undefined => {
+  if (access === undefined || access.scope === "session") throw new Error(`hot read ${endpoint.identifier}: not a bearer endpoint`)
+  const encode = successEncoder(endpoint, declared)
+  // Snapshots are immutable: each one's body is encoded once (null: its schema refuses it).
+  const bodies = new WeakMap<AccountRow, Uint8Array | null>()
+  /** The body, or undefined when the stored account does not encode; the routes answer that as any other failure. */
+  const body = (account: AccountRow): Uint8Array | undefined => {
     let encoded = bodies.get(account)
     if (encoded === undefined) {
       try {
-        encoded = encode(account)
+        encoded = textEncoder.encode(JSON.stringify(encode(read(account))))
       } catch {
-        return undefined
+        encoded = null
       }
       bodies.set(account, encoded)
     }
-    return encoded
+    return encoded ?? undefined
   }
-  return { scope: access === undefined || access.scope === "session" ? undefined : access.scope, body }
+  return { path: endpoint.path, scope: access.scope, body }
 }
 
-const encodeAccount = Schema.encodeSync(Account)
-const encodeStorage = Schema.encodeSync(StorageUsage)
-
 const routes = new Map<string, ReturnType<typeof route>>([
-  [group.endpoints.me.path, route(group.endpoints.me, (account) => JSON.stringify(encodeAccount(toAccount(account))))],
-  [group.endpoints.storage.path, route(group.endpoints.storage, (account) => JSON.stringify(encodeStorage(accountStorage(account))))]
-])
+  route(group.endpoints.me, Account, AccountReads.me),
+  route(group.endpoints.storage, StorageUsage, AccountReads.storage)
+].map((r) => [r.path, r]))
 
 export class HotReads extends Context.Service<HotReads, {
-  /** Answers the request and says true, or says false and leaves it untouched. */
-  readonly serve: (request: IncomingMessage, response: ServerResponse) => boolean
+  /** The answer from this process's caches at `atMs`, counted; undefined, counting nothing, to leave the request to the routes. */
+  readonly answer: (request: HttpServerRequest.HttpServerRequest, atMs: number) => HttpServerResponse.HttpServerResponse | undefined
   /** How many requests this path answered (for tests and diagnostics). */
   readonly served: () => number
 }>()("burnbox/HotReads") {
@@ -60,57 +77,42 @@ export class HotReads extends Context.Service<HotReads, {
     const tokens = yield* Tokens
     const limiter = yield* RateLimiter
     const snapshots = yield* AccountSnapshots
-    const clock = yield* Clock.Clock
     let served = 0
 
-    const serve = (request: IncomingMessage, response: ServerResponse): boolean => {
-      if (request.method !== "GET") return false
-      const found = request.url === undefined ? undefined : routes.get(request.url)
-      const header = request.headers.authorization
-      if (found === undefined || found.scope === undefined || header === undefined) return false
-      const secret = bearerCredential(header)
-      if (secret === undefined || !secret.startsWith(TokenPrefix)) return false
-      const at = clock.currentTimeMillisUnsafe()
-      const grant = tokens.cachedGrant(secret, at)
-      if (!usableGrant(grant, new Date(at)) || grant.status !== "active" || !grant.scopes.includes(found.scope)) return false
-      if (tokens.touchDue(grant.id, at)) return false
-      const account = snapshots.peek(grant.accountId, at)
-      if (account === undefined) return false
+    const answer = (request: HttpServerRequest.HttpServerRequest, at: number) => {
+      if (request.method !== "GET") return undefined
+      const found = routes.get(request.url)
+      const header = request.headers["authorization"]
+      if (found === undefined || header === undefined) return undefined
+      const secret = tokenSecret(header)
+      if (secret === undefined) return undefined
+      const judgement = judgeBearer(tokens.cachedGrant(secret, at), new Date(at), found.scope)
+      if (judgement._tag !== "Granted" || tokens.touchDue(judgement.grant.id, at)) return undefined
+      const account = snapshots.peek(judgement.principal.accountId, at)
+      if (account === undefined) return undefined
       const body = found.body(account)
-      if (body === undefined) return false
+      if (body === undefined) return undefined
       // Last: counting the request is the one step that changes something.
-      const decision = limiter.tryHit(`token:${grant.id}`, tokenWindows(grant), at)
-      if (decision === undefined || !decision.allowed) return false
-      response.writeHead(200, {
-        "content-type": "application/json",
-        "content-length": Buffer.byteLength(body),
-        ...rateLimitHeaders(decision, at)
-      })
-      response.end(body)
+      const decision = limiter.tryHit(judgement.limit.key, judgement.limit.windows, at)
+      if (decision === undefined || !decision.allowed) return undefined
       served++
-      return true
+      return HttpServerResponse.uint8Array(body, { contentType: "application/json", headers: rateLimitHeaders(decision, at) })
     }
 
-    return HotReads.of({ serve, served: () => served })
+    return HotReads.of({ answer, served: () => served })
   }))
 }
 
 /**
- * A Node HTTP server that offers each request to the hot path before its `request` listeners
- * (the Effect HTTP server's handler) see it.
+ * The hot read path in front of every route: a global router middleware, so a request it leaves
+ * alone goes through the same stack as any other.
  */
-export const withHotReads = (server: Server, hot: HotReads["Service"]): Server => {
-  const emit = server.emit.bind(server)
-  server.emit = ((event: string | symbol, ...args: Array<unknown>) =>
-    event === "request" && hot.serve(args[0] as IncomingMessage, args[1] as ServerResponse)
-      ? true
-      : emit(event as string, ...args)) as Server["emit"]
-  return server
-}
-
-/** Node's HTTP server on host:port, with the hot read path in front of the routes. */
-export const NodeServerLive = (options: { readonly port: number; readonly host: string }) =>
-  Layer.unwrap(Effect.gen(function*() {
-    const hot = yield* HotReads
-    return NodeHttpServer.layer(() => withHotReads(createServer(), hot), options)
-  })).pipe(Layer.provideMerge(HotReads.layer))
+export const HotReadsMiddleware = HttpRouter.middleware(Effect.gen(function*() {
+  const hot = yield* HotReads
+  return (httpEffect) =>
+    Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
+      Effect.flatMap(Clock.currentTimeMillis, (at) => {
+        const answer = hot.answer(request, at)
+        return answer === undefined ? httpEffect : Effect.succeed(answer)
+      }))
+}), { global: true }).pipe(Layer.provideMerge(HotReads.layer))

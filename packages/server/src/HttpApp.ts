@@ -1,10 +1,12 @@
+import { createServer } from "node:http"
+import { NodeHttpServer } from "@effect/platform-node"
 import { BurnboxApi } from "@burnbox/domain"
 import { AccountSnapshots, Accounts, Aliases, BurnboxConfig, Mailstore, MessageActions, Messages, Notices, CandidateRandom, Domains, Keyring, RateLimiter, Sessions, Tags, Tokens, ServiceKeys, Webhooks } from "@burnbox/store"
 import { Effect, Layer } from "effect"
 import { HttpRouter } from "effect/http"
 import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
 import { AuthenticationLive } from "./Authentication.ts"
-import { NodeServerLive } from "./HotReads.ts"
+import { HotReadsMiddleware } from "./HotReads.ts"
 import { AccountHttp } from "./http/AccountHttp.ts"
 import { AliasesHttp } from "./http/AliasesHttp.ts"
 import { MessagesHttp } from "./http/MessagesHttp.ts"
@@ -36,8 +38,12 @@ export const ApiServices = Layer.mergeAll(
   ServiceKeys.layer
 ).pipe(Layer.provideMerge(Keyring.layer))
 
-/** Every route of the service: the API under /api/v1, its OpenAPI document and the docs page. */
+/**
+ * Every route of the service: the API under /api/v1, its OpenAPI document and the docs page,
+ * with the hot read path (GET /me, /storage from caches) in front of them.
+ */
 export const HttpRoutes = Layer.mergeAll(
+  HotReadsMiddleware,
   HttpApiBuilder.layer(BurnboxApi, { openapiPath: "/api/v1/openapi.json" }).pipe(
     Layer.provide([AuthHttp, TokensHttp, AccountHttp, TagsHttp, AliasesHttp, MessagesHttp, TestMailHttp, WebhooksHttp, NoticesHttp]),
     Layer.provide([AuthenticationLive, ValidationErrorsLive])
@@ -46,6 +52,9 @@ export const HttpRoutes = Layer.mergeAll(
   ProblemRouting,
   WellKnownRoutes
 ).pipe(Layer.provide(ApiServices))
+
+/** Node's HTTP server on host:port. */
+export const NodeServerLive = (options: { readonly port: number; readonly host: string }) => NodeHttpServer.layer(createServer, options)
 
 /** The HTTP listener on BURNBOX_HOST:BURNBOX_HTTP_PORT, serving every route. */
 export const HttpServerLive = Layer.unwrap(Effect.gen(function*() {

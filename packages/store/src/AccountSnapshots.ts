@@ -7,7 +7,7 @@
  * processes reach it when their notification arrives, normally within a millisecond.
  */
 import { PgClient } from "@effect/sql-pg"
-import { Context, Effect, Layer, Queue, Schedule } from "effect"
+import { Context, Effect, FiberMap, Layer, Queue, Schedule } from "effect"
 import { type AccountRow, Accounts } from "./Accounts.ts"
 import { now } from "./Time.ts"
 
@@ -71,15 +71,15 @@ export class AccountSnapshots extends Context.Service<AccountSnapshots, {
       })
 
     // A snapshot past half its age is read again in the background, so a busy account's reads
-    // never all wait for the database at once when it expires.
-    const services = yield* Effect.context<Accounts>()
-    const refreshing = new Set<number>()
+    // never all wait for the database at once when it expires. One read per account at a time,
+    // on fibers of this layer's scope: closing the layer (shutdown) interrupts them.
+    const refreshes = yield* FiberMap.make<number>()
+    const runRefresh = yield* FiberMap.runtime(refreshes)()
     const refreshAhead = (id: number) => {
-      if (refreshing.has(id)) return
-      refreshing.add(id)
-      Effect.runForkWith(services)(load(id).pipe(
-        Effect.ensuring(Effect.sync(() => refreshing.delete(id)))
-      ))
+      if (FiberMap.hasUnsafe(refreshes, id)) return
+      runRefresh(id, load(id).pipe(
+        Effect.catchCause((cause) => Effect.logWarning("account snapshot not read ahead; the next read will", cause))
+      ), { onlyIfMissing: true })
     }
 
     const peek = (id: number, atMs: number) => {

@@ -1,4 +1,4 @@
-import { Context, Effect, Layer, Semaphore } from "effect"
+import { Context, Effect, FiberMap, Layer, Semaphore } from "effect"
 import { SqlClient } from "effect/sql"
 import { now } from "./Time.ts"
 
@@ -59,8 +59,6 @@ interface Lease {
   unused: number
   /** The shared count reached the limit: refuse locally until the window ends. */
   exhausted: boolean
-  /** A block is being taken ahead of need (see `PrefetchFrom`). */
-  prefetching: boolean
   /** One renewal at a time: concurrent requests wait for it instead of each taking a block. */
   readonly renewal: Semaphore.Semaphore
 }
@@ -102,7 +100,7 @@ export class RateLimiter extends Context.Service<RateLimiter, {
     const leaseFor = (id: string, window: Window, start: number): Lease => {
       let lease = leases.get(id)
       if (lease === undefined || lease.start !== start) {
-        lease = { start, limit: window.limit, shared: 0, unused: 0, exhausted: false, prefetching: false, renewal: Semaphore.makeUnsafe(1) }
+        lease = { start, limit: window.limit, shared: 0, unused: 0, exhausted: false, renewal: Semaphore.makeUnsafe(1) }
         leases.set(id, lease)
       }
       if (lease.limit !== window.limit) {
@@ -140,17 +138,15 @@ export class RateLimiter extends Context.Service<RateLimiter, {
     }
     const runningLow = (lease: Lease) => !lease.exhausted && lease.unused <= leaseSize(lease.limit) / 4
 
-    const services = yield* Effect.context<SqlClient.SqlClient>()
+    // Blocks taken ahead run on fibers of this layer's scope, at most one per window counter:
+    // closing the layer (shutdown) interrupts them.
+    const prefetches = yield* FiberMap.make<string>()
+    const runPrefetch = yield* FiberMap.runtime(prefetches)()
     const prefetch = (id: string, lease: Lease, window: Window) => {
-      const amount = leaseSize(window.limit)
-      if (amount < PrefetchFrom || lease.prefetching || !runningLow(lease)) return
-      lease.prefetching = true
-      Effect.runForkWith(services)(renew(id, lease, window, runningLow).pipe(
-        Effect.catchCause((cause) => Effect.logWarning("request-limit lease not renewed ahead; the next request will", cause)),
-        Effect.ensuring(Effect.sync(() => {
-          lease.prefetching = false
-        }))
-      ))
+      if (leaseSize(window.limit) < PrefetchFrom || FiberMap.hasUnsafe(prefetches, id) || !runningLow(lease)) return
+      runPrefetch(id, renew(id, lease, window, runningLow).pipe(
+        Effect.catchCause((cause) => Effect.logWarning("request-limit lease not renewed ahead; the next request will", cause))
+      ), { onlyIfMissing: true })
     }
 
     const countOne = Effect.fnUntraced(function*(key: string, window: Window, at: number) {

@@ -16,6 +16,9 @@ const pushSettings = (account: { readonly pushEnabled: boolean; readonly pushNud
 /** GET /storage's answer for an account. */
 export const accountStorage = (account: AccountRow) => storageUsage(account.storageUsedBytes, account.entitlements.storageQuotaBytes)
 
+/** What GET /me and GET /storage answer for the caller's account: their handlers' mapping, which the hot read path uses too. */
+export const AccountReads = { me: toAccount, storage: accountStorage } as const
+
 export const AccountHttp = HttpApiBuilder.group(BurnboxApi, "account", Effect.fn(function*(handlers) {
   const accounts = yield* Accounts
   const snapshots = yield* AccountSnapshots
@@ -49,8 +52,8 @@ export const AccountHttp = HttpApiBuilder.group(BurnboxApi, "account", Effect.fn
           push: pushSettings(account)
         }
       }))
-    .handle("me", () => Effect.map(currentAccount(snapshots), toAccount))
-    .handle("storage", () => Effect.map(currentAccount(snapshots), accountStorage))
+    .handle("me", () => Effect.map(currentAccount(snapshots), AccountReads.me))
+    .handle("storage", () => Effect.map(currentAccount(snapshots), AccountReads.storage))
     .handle("domains", () => Effect.map(Effect.flatMap(currentAccount(accounts), domainList), (items) => ({ items })))
     .handle("density", ({ payload }) =>
       Effect.gen(function*() {
