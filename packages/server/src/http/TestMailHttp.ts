@@ -5,7 +5,7 @@ import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { SqlClient } from "effect/sql"
 import { addResponseHeaders } from "../Authentication.ts"
-import { withRetryAfter } from "./AliasesHttp.ts"
+import { withProblems } from "../platform/ProblemMapping.ts"
 import { currentAccount } from "./CurrentAccount.ts"
 import { now } from "@burnbox/store/Time"
 
@@ -33,7 +33,7 @@ export const TestMailHttp = HttpApiBuilder.group(BurnboxApi, "testMail", Effect.
     })
 
   return handlers.handle("inject", ({ payload, query }) =>
-    withRetryAfter(Effect.gen(function*() {
+    withProblems(Effect.gen(function*() {
       const principal = yield* CurrentPrincipal
       const account = yield* currentAccount(accounts).pipe(Effect.provideService(CurrentPrincipal, principal))
       const limit = account.entitlements.testMessagesPerDay
@@ -65,8 +65,7 @@ export const TestMailHttp = HttpApiBuilder.group(BurnboxApi, "testMail", Effect.
         envelopeFrom: null,
         clientAddress: null,
         clientHelo: null
-      }).pipe(Effect.catchTag("OverQuota", () =>
-        Effect.fail(ValidationFailed.withFields({ body: "exceeds_storage_quota" }, "The message is larger than your whole storage quota."))))
+      })
       yield* addResponseHeaders({ location: `${config.baseUrl}/messages/${accepted!.id}` })
       return {
         id: accepted!.id,
