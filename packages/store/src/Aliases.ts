@@ -4,6 +4,7 @@ import {
   AliasBurned,
   AliasLifetimeCapReached,
   AliasNotFound,
+  AliasPaused,
   type AliasTimer,
   CandidateNotReserved,
   CandidatesPerReservation,
@@ -147,6 +148,8 @@ export class Aliases extends Context.Service<Aliases, {
   readonly setTimer: (accountId: number, id: number, at: string) =>
     Effect.Effect<AliasTimer, AliasNotFound | FeatureNotInPlan | AliasBurned | SelfDestructNotInFuture>
   readonly clearTimer: (accountId: number, id: number) => Effect.Effect<AliasTimer, AliasNotFound | AliasBurned>
+  /** The address test mail for the alias goes to: the caller's, and active. */
+  readonly injectableAddress: (accountId: number, id: number) => Effect.Effect<string, AliasNotFound | AliasPaused | AliasBurned>
   /** Burns aliases whose deadline passed and emits the 24-hour notices that are due. */
   readonly runTimers: Effect.Effect<{ burned: number; notified: number }>
   /** Applies a plan change: pause beyond the cap, suspend timers; or undo both on an upgrade. */
@@ -415,6 +418,17 @@ export class Aliases extends Context.Service<Aliases, {
       return toTimer(yield* owned(accountId, id))
     })
 
+    const injectableAddress = Effect.fn("Aliases.injectableAddress")(function*(accountId: number, id: number) {
+      const rows = yield* sql<{ status: Status; address: string }>`
+        SELECT al.status, al.local_part || '@' || d.name AS address FROM aliases al JOIN domains d ON d.id = al.domain_id
+        WHERE al.id = ${id} AND al.account_id = ${accountId} AND al.status <> 'reserved'`.pipe(Effect.orDie)
+      const alias = rows[0]
+      if (alias === undefined) return yield* Effect.fail(new AliasNotFound({ aliasId: id }))
+      if (alias.status === "paused") return yield* Effect.fail(new AliasPaused({ aliasId: id }))
+      if (alias.status === "burned") return yield* Effect.fail(new AliasBurned({ aliasId: id, refused: "mailInjection" }))
+      return alias.address
+    })
+
     const runTimers = Effect.gen(function*() {
       const at = yield* now
       return yield* sql.withTransaction(Effect.gen(function*() {
@@ -491,6 +505,7 @@ export class Aliases extends Context.Service<Aliases, {
       change,
       setTimer,
       clearTimer,
+      injectableAddress,
       runTimers,
       reconcilePlan,
       sweepReservations
