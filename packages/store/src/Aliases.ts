@@ -112,7 +112,6 @@ const toTimer = (row: Row): AliasTimer => ({
 
 const eventAlias = (row: Row): EventAlias => ({ id: row.id, address: `${row.local_part}@${row.domain_name}`, label: row.label })
 
-
 const startOfUtcDay = (at: Date) => new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth(), at.getUTCDate()))
 
 export type Transition = "pause" | "resume" | "burn"
