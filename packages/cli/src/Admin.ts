@@ -78,7 +78,7 @@ export const admin = (args: Args) =>
         if (name.length < 1 || name.length > 80) throw new CliError("invalid_name", "--name takes 1 to 80 characters")
         // Operators may issue tokens on any plan; the ten-active rule still holds.
         const created = yield* tokens.create({ accountId: account.id, name, scopes: scopes as Array<Scope>, expiresAt: null, limit: 10 }).pipe(
-          Effect.catchTag("TooManyTokens", (e) => Effect.die(new CliError("token_limit_reached", `at most ${e.limit} tokens may be active`)))
+          Effect.catchTag("TokenLimitReached", (e) => Effect.die(new CliError("token_limit_reached", `at most ${e.limit} tokens may be active`)))
         )
         return { id: created.token.id, secret: Redacted.value(created.secret) }
       }

@@ -1,6 +1,7 @@
 import { hash, verify } from "@node-rs/argon2"
 import {
   type Account,
+  EmailTaken,
   type MailboxDensity,
   type PlanCode,
   type PlanEntitlements,
@@ -51,10 +52,6 @@ export const toSessionAccount = (row: AccountRow): SessionAccount => ({
   isAdmin: row.isAdmin,
   handle: row.handle
 })
-
-export class EmailTaken {
-  readonly _tag = "EmailTaken"
-}
 
 export class Accounts extends Context.Service<Accounts, {
   readonly create: (input: { email: string; password: string; plan?: PlanCode; isAdmin?: boolean }) => Effect.Effect<AccountRow, EmailTaken>

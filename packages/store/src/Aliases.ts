@@ -1,20 +1,28 @@
 import {
+  ActiveAliasCapReached,
   type Alias,
+  AliasBurned,
+  AliasLifetimeCapReached,
+  AliasNotFound,
+  AliasPaused,
   type AliasTimer,
+  CandidateNotReserved,
   CandidatesPerReservation,
   type CandidateReservation,
-  Conflict,
+  DailyClaimLimitReached,
+  DomainNotFound,
+  DomainRetired,
   type DomainTier,
   type EventAlias,
   ExpiringNoticeMs,
-  Forbidden,
-  NotFound,
+  FeatureNotInPlan,
+  HourlyShuffleLimitReached,
   type PlanEntitlements,
   type PlanOverrides,
-  RateLimited,
   ReservationLifetimeMs,
+  ReservationUnavailable,
   resolveEntitlements,
-  ValidationFailed
+  SelfDestructNotInFuture
 } from "@burnbox/domain"
 import { cryptoRandom, generateLocalPart, type LocalPartStyle, type RandomSource } from "@burnbox/domain/aliases/index"
 import { Context, Effect, Layer } from "effect"
@@ -104,9 +112,6 @@ const toTimer = (row: Row): AliasTimer => ({
 
 const eventAlias = (row: Row): EventAlias => ({ id: row.id, address: `${row.local_part}@${row.domain_name}`, label: row.label })
 
-const notFound = () => NotFound.of("Alias")
-const conflict = (code: string, message: string) => new Conflict({ code, message })
-
 const startOfUtcDay = (at: Date) => new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth(), at.getUTCDate()))
 
 export type Transition = "pause" | "resume" | "burn"
@@ -114,7 +119,7 @@ export type Transition = "pause" | "resume" | "burn"
 export class Aliases extends Context.Service<Aliases, {
   readonly list: (accountId: number, includeBurned: boolean) => Effect.Effect<ReadonlyArray<Alias>>
   readonly reserve: (accountId: number, input: { domainId: number; style: LocalPartStyle }) =>
-    Effect.Effect<CandidateReservation, NotFound | Forbidden | Conflict | RateLimited>
+    Effect.Effect<CandidateReservation, DomainNotFound | DomainRetired | FeatureNotInPlan | HourlyShuffleLimitReached>
   readonly release: (accountId: number, token: string | undefined) => Effect.Effect<number>
   readonly claim: (accountId: number, input: {
     aliasId: number
@@ -122,15 +127,28 @@ export class Aliases extends Context.Service<Aliases, {
     label?: string | null | undefined
     note?: string | null | undefined
     selfDestructAt?: string | null | undefined
-  }) => Effect.Effect<Alias, Conflict | Forbidden | ValidationFailed | RateLimited>
-  readonly transition: (accountId: number, id: number, to: Transition) => Effect.Effect<Alias, NotFound | Conflict>
+  }) => Effect.Effect<
+    Alias,
+    | ReservationUnavailable
+    | CandidateNotReserved
+    | DomainRetired
+    | FeatureNotInPlan
+    | SelfDestructNotInFuture
+    | ActiveAliasCapReached
+    | AliasLifetimeCapReached
+    | DailyClaimLimitReached
+  >
+  readonly transition: (accountId: number, id: number, to: Transition) => Effect.Effect<Alias, AliasNotFound | AliasBurned | ActiveAliasCapReached>
   readonly change: (accountId: number, id: number, input: {
     label?: string | null | undefined
     note?: string | null | undefined
     to?: Transition | undefined
-  }) => Effect.Effect<Alias, NotFound | Conflict>
-  readonly setTimer: (accountId: number, id: number, at: string) => Effect.Effect<AliasTimer, NotFound | Forbidden | Conflict | ValidationFailed>
-  readonly clearTimer: (accountId: number, id: number) => Effect.Effect<AliasTimer, NotFound | Conflict>
+  }) => Effect.Effect<Alias, AliasNotFound | AliasBurned | ActiveAliasCapReached>
+  readonly setTimer: (accountId: number, id: number, at: string) =>
+    Effect.Effect<AliasTimer, AliasNotFound | FeatureNotInPlan | AliasBurned | SelfDestructNotInFuture>
+  readonly clearTimer: (accountId: number, id: number) => Effect.Effect<AliasTimer, AliasNotFound | AliasBurned>
+  /** The address test mail for the alias goes to: the caller's, and active. */
+  readonly injectableAddress: (accountId: number, id: number) => Effect.Effect<string, AliasNotFound | AliasPaused | AliasBurned>
   /** Burns aliases whose deadline passed and emits the 24-hour notices that are due. */
   readonly runTimers: Effect.Effect<{ burned: number; notified: number }>
   /** Applies a plan change: pause beyond the cap, suspend timers; or undo both on an upgrade. */
@@ -163,7 +181,7 @@ export class Aliases extends Context.Service<Aliases, {
 
     const owned = (accountId: number, id: number, lock = false) =>
       select(sql`al.account_id = ${accountId} AND al.id = ${id} AND al.status <> 'reserved'`, lock).pipe(
-        Effect.flatMap((rows) => (rows[0] ? Effect.succeed(rows[0]) : Effect.fail(notFound())))
+        Effect.flatMap((rows) => (rows[0] ? Effect.succeed(rows[0]) : Effect.fail(new AliasNotFound({ aliasId: id }))))
       )
 
     const entitlementsOf = (accountId: number) =>
@@ -197,20 +215,16 @@ export class Aliases extends Context.Service<Aliases, {
       const domains = yield* sql<{ id: number; name: string; state: string; tier: DomainTier }>`
         SELECT id, name, state, tier FROM domains WHERE id = ${input.domainId}`.pipe(Effect.orDie)
       const domain = domains[0]
-      if (domain === undefined) return yield* Effect.fail(NotFound.of("Domain"))
+      if (domain === undefined) return yield* Effect.fail(new DomainNotFound({ domainId: input.domainId }))
       const [{ resolved }] = [yield* entitlementsOf(accountId).pipe(sql.withTransaction, Effect.orDie)]
-      if (domain.state !== "active") return yield* Effect.fail(conflict("domain_retired", "This domain accepts no new aliases."))
+      if (domain.state !== "active") return yield* Effect.fail(new DomainRetired({ domainId: domain.id }))
       if (domain.tier === "premium_only" && !resolved.earlyAccessDomains) {
-        return yield* Effect.fail(Forbidden.plan("early-access domains"))
+        return yield* Effect.fail(new FeatureNotInPlan({ feature: "earlyAccessDomains" }))
       }
       if (!resolved.candidateShufflesUnlimited) {
         const decision = yield* limiter.hit(`shuffle:${accountId}`, [{ limit: resolved.candidateShufflesPerHour, seconds: 3600 }])
         if (!decision.allowed) {
-          return yield* new RateLimited({
-            code: "shuffle_limit_reached",
-            message: `At most ${resolved.candidateShufflesPerHour} candidate reservations an hour; retry in ${decision.retryAfter} s.`,
-            retryAfter: decision.retryAfter
-          })
+          return yield* new HourlyShuffleLimitReached({ limit: resolved.candidateShufflesPerHour, retryAfter: decision.retryAfter })
         }
       }
       const token = randomSecret(24)
@@ -274,35 +288,37 @@ export class Aliases extends Context.Service<Aliases, {
           WHERE account_id = ${accountId} AND token_digest = ${tokenDigest(input.reservationToken)}`.pipe(Effect.orDie)
         const reservation = reservations[0]
         if (reservation === undefined || reservation.ended_at !== null || reservation.expires_at <= at) {
-          return yield* Effect.fail(conflict("reservation_invalid", "The reservation is unknown, released or expired; reserve candidates again."))
+          return yield* Effect.fail(new ReservationUnavailable())
         }
         const candidates = yield* sql<{ id: number; domain_id: number }>`
           SELECT id, domain_id FROM aliases
           WHERE id = ${input.aliasId} AND reservation_id = ${reservation.id} AND status = 'reserved' FOR NO KEY UPDATE`.pipe(Effect.orDie)
         const candidate = candidates[0]
         if (candidate === undefined) {
-          return yield* Effect.fail(conflict("candidate_not_reserved", "This candidate is not part of the reservation."))
+          return yield* Effect.fail(new CandidateNotReserved({ aliasId: input.aliasId }))
         }
         const domains = yield* sql<{ state: string; tier: DomainTier }>`SELECT state, tier FROM domains WHERE id = ${candidate.domain_id}`
           .pipe(Effect.orDie)
-        if (domains[0]!.tier === "premium_only" && !plan.earlyAccessDomains) return yield* Effect.fail(Forbidden.plan("early-access domains"))
-        if (domains[0]!.state !== "active") return yield* Effect.fail(conflict("domain_retired", "This domain accepts no new aliases."))
+        if (domains[0]!.tier === "premium_only" && !plan.earlyAccessDomains) {
+          return yield* Effect.fail(new FeatureNotInPlan({ feature: "earlyAccessDomains" }))
+        }
+        if (domains[0]!.state !== "active") return yield* Effect.fail(new DomainRetired({ domainId: candidate.domain_id }))
         if (selfDestructAt !== null) {
-          if (!plan.selfDestructTimers) return yield* Effect.fail(Forbidden.plan("self-destruct timers"))
-          if (!(selfDestructAt > at)) return yield* Effect.fail(ValidationFailed.withFields({ selfDestructAt: "must_be_future" }))
+          if (!plan.selfDestructTimers) return yield* Effect.fail(new FeatureNotInPlan({ feature: "selfDestructTimers" }))
+          if (!(selfDestructAt > at)) return yield* Effect.fail(new SelfDestructNotInFuture({ selfDestructAt: input.selfDestructAt! }))
         }
         if ((yield* activeCount(accountId)) >= plan.activeAliasCap) {
-          return yield* Effect.fail(conflict("active_alias_cap", `Your plan allows ${plan.activeAliasCap} active aliases; pause or burn one first.`))
+          return yield* Effect.fail(new ActiveAliasCapReached({ limit: plan.activeAliasCap }))
         }
         if (account.aliases_lifetime_claimed >= plan.aliasLifetimeCap) {
-          return yield* Effect.fail(conflict("alias_lifetime_cap", `Your plan allows ${plan.aliasLifetimeCap} aliases in all.`))
+          return yield* Effect.fail(new AliasLifetimeCapReached({ limit: plan.aliasLifetimeCap }))
         }
         const dayStart = startOfUtcDay(at)
         const [{ today }] = (yield* sql<{ today: number }>`
           SELECT count(*)::int AS today FROM aliases WHERE account_id = ${accountId} AND claimed_at >= ${dayStart}`.pipe(Effect.orDie)) as [{ today: number }]
         if (today >= plan.claimsPerDay) {
           const retryAfter = Math.ceil((dayStart.getTime() + 86_400_000 - at.getTime()) / 1000)
-          return yield* Effect.fail(new RateLimited({ code: "claims_per_day_reached", message: `At most ${plan.claimsPerDay} claims a day; retry in ${retryAfter} s.`, retryAfter }))
+          return yield* Effect.fail(new DailyClaimLimitReached({ limit: plan.claimsPerDay, retryAfter }))
         }
         yield* sql`
           UPDATE aliases SET status = 'active', reservation_id = NULL, claimed_at = ${at}, label = ${input.label ?? null},
@@ -328,12 +344,12 @@ export class Aliases extends Context.Service<Aliases, {
         const target: Status = to === "pause" ? "paused" : to === "resume" ? "active" : "burned"
         if (row.status === target) return
         if (row.status === "burned") {
-          return yield* Effect.fail(conflict("alias_burned", "This alias is burned; burning cannot be undone."))
+          return yield* Effect.fail(new AliasBurned({ aliasId: row.id, refused: "statusChange" }))
         }
         if (target === "active") {
           const { resolved } = yield* entitlementsOf(accountId)
           if ((yield* activeCount(accountId)) >= resolved.activeAliasCap) {
-            return yield* Effect.fail(conflict("active_alias_cap", `Your plan allows ${resolved.activeAliasCap} active aliases; pause or burn one first.`))
+            return yield* Effect.fail(new ActiveAliasCapReached({ limit: resolved.activeAliasCap }))
           }
           yield* sql`UPDATE aliases SET status = 'active', plan_paused = false WHERE id = ${row.id}`.pipe(Effect.orDie)
         } else if (target === "paused") {
@@ -382,9 +398,9 @@ export class Aliases extends Context.Service<Aliases, {
       return yield* sql.withTransaction(Effect.gen(function*() {
         const row = yield* owned(accountId, id, true)
         const { resolved } = yield* entitlementsOf(accountId)
-        if (!resolved.selfDestructTimers) return yield* Effect.fail(Forbidden.plan("self-destruct timers"))
-        if (row.status === "burned") return yield* Effect.fail(conflict("alias_burned", "This alias is burned."))
-        if (!(deadline > at)) return yield* Effect.fail(ValidationFailed.withFields({ selfDestructAt: "must_be_future" }))
+        if (!resolved.selfDestructTimers) return yield* Effect.fail(new FeatureNotInPlan({ feature: "selfDestructTimers" }))
+        if (row.status === "burned") return yield* Effect.fail(new AliasBurned({ aliasId: id, refused: "timerChange" }))
+        if (!(deadline > at)) return yield* Effect.fail(new SelfDestructNotInFuture({ selfDestructAt: atInput }))
         yield* sql`
           UPDATE aliases SET self_destruct_at = ${deadline}, self_destruct_suspended = false, expiring_notified_at = NULL
           WHERE id = ${id}`.pipe(Effect.orDie)
@@ -394,11 +410,22 @@ export class Aliases extends Context.Service<Aliases, {
 
     const clearTimer = Effect.fn("Aliases.clearTimer")(function*(accountId: number, id: number) {
       const row = yield* owned(accountId, id)
-      if (row.status === "burned") return yield* Effect.fail(conflict("alias_burned", "This alias is burned."))
+      if (row.status === "burned") return yield* Effect.fail(new AliasBurned({ aliasId: id, refused: "timerChange" }))
       yield* sql`
         UPDATE aliases SET self_destruct_at = NULL, self_destruct_suspended = false, expiring_notified_at = NULL
         WHERE id = ${id}`.pipe(Effect.orDie)
       return toTimer(yield* owned(accountId, id))
+    })
+
+    const injectableAddress = Effect.fn("Aliases.injectableAddress")(function*(accountId: number, id: number) {
+      const rows = yield* sql<{ status: Status; address: string }>`
+        SELECT al.status, al.local_part || '@' || d.name AS address FROM aliases al JOIN domains d ON d.id = al.domain_id
+        WHERE al.id = ${id} AND al.account_id = ${accountId} AND al.status <> 'reserved'`.pipe(Effect.orDie)
+      const alias = rows[0]
+      if (alias === undefined) return yield* Effect.fail(new AliasNotFound({ aliasId: id }))
+      if (alias.status === "paused") return yield* Effect.fail(new AliasPaused({ aliasId: id }))
+      if (alias.status === "burned") return yield* Effect.fail(new AliasBurned({ aliasId: id, refused: "mailInjection" }))
+      return alias.address
     })
 
     const runTimers = Effect.gen(function*() {
@@ -477,6 +504,7 @@ export class Aliases extends Context.Service<Aliases, {
       change,
       setTimer,
       clearTimer,
+      injectableAddress,
       runTimers,
       reconcilePlan,
       sweepReservations

@@ -5,7 +5,7 @@
  * would be passed. Only after that commit may ingest answer 250 (or test injection 202).
  */
 import { normalizeLocalPart } from "@burnbox/domain/aliases/index"
-import { type PlanEntitlements, type PlanOverrides, resolveEntitlements } from "@burnbox/domain"
+import { type PlanEntitlements, type PlanOverrides, QuotaExceeded, resolveEntitlements } from "@burnbox/domain"
 import { Cause, Context, Deferred, Effect, Layer, Queue, Result } from "effect"
 import { PgTypes } from "@effect/sql-pg"
 import { SqlClient } from "effect/sql"
@@ -41,11 +41,6 @@ export interface Accepted {
   readonly aliasId: number
   readonly receivedAt: Date
   readonly expiresAt: Date
-}
-
-/** The message is larger than the whole quota of an account it is for. */
-export class OverQuota {
-  readonly _tag = "OverQuota"
 }
 
 const dayMs = 86_400_000
@@ -117,7 +112,7 @@ export const destroyMessages = (sql: SqlClient.SqlClient, victims: ReadonlyArray
 export class Mailstore extends Context.Service<Mailstore, {
   /** RCPT TO: which alias (if any) takes mail for this address. Counts refusals of paused aliases. */
   readonly resolveRecipient: (address: string) => Effect.Effect<RecipientVerdict>
-  readonly accept: (input: AcceptInput) => Effect.Effect<ReadonlyArray<Accepted>, OverQuota>
+  readonly accept: (input: AcceptInput) => Effect.Effect<ReadonlyArray<Accepted>, QuotaExceeded>
   /** Deletes messages past their retention; answers how many. */
   readonly purgeExpired: Effect.Effect<number>
 }>()("burnbox/Mailstore") {
@@ -195,7 +190,9 @@ export class Mailstore extends Context.Service<Mailstore, {
             SELECT a.storage_used_bytes::float8 AS storage_used_bytes, p.entitlements, a.overrides
             FROM accounts a JOIN plans p ON p.code = a.plan WHERE a.id = ${delivery.accountId}`
           const plan = resolveEntitlements(account!.entitlements, account!.overrides)
-          if (size > plan.storageQuotaBytes) return yield* Effect.fail(new OverQuota())
+          if (size > plan.storageQuotaBytes) {
+            return yield* Effect.fail(new QuotaExceeded({ accountId: delivery.accountId, sizeBytes: size, quotaBytes: plan.storageQuotaBytes }))
+          }
           const overBy = account!.storage_used_bytes + size - plan.storageQuotaBytes
           if (overBy > 0) yield* evict(delivery.accountId, overBy)
           const retentionDays = input.source === "test" ? TestMessageRetentionDays : plan.retentionDays
@@ -400,7 +397,7 @@ export class Mailstore extends Context.Service<Mailstore, {
     interface Pending {
       readonly input: AcceptInput
       readonly raw: RawBytes
-      readonly done: Deferred.Deferred<ReadonlyArray<Accepted>, OverQuota>
+      readonly done: Deferred.Deferred<ReadonlyArray<Accepted>, QuotaExceeded>
     }
     const pending = yield* Queue.unbounded<Pending>()
     const accountsOf = (batch: ReadonlyArray<Pending>) =>
@@ -435,7 +432,7 @@ export class Mailstore extends Context.Service<Mailstore, {
           const outcome = outcomes[i]!
           return Result.isSuccess(outcome)
             ? Deferred.succeed(p.done, outcome.success)
-            : outcome.failure._tag === "OverQuota"
+            : outcome.failure._tag === "QuotaExceeded"
             ? Deferred.fail(p.done, outcome.failure)
             : Deferred.die(p.done, outcome.failure)
         }, { discard: true })
@@ -448,7 +445,7 @@ export class Mailstore extends Context.Service<Mailstore, {
     }
 
     const accept = Effect.fn("Mailstore.accept")(function*(input: AcceptInput) {
-      const done = yield* Deferred.make<ReadonlyArray<Accepted>, OverQuota>()
+      const done = yield* Deferred.make<ReadonlyArray<Accepted>, QuotaExceeded>()
       yield* Queue.offer(pending, { input, raw: rawBytes(input.raw), done })
       return yield* Deferred.await(done)
     })

@@ -8,21 +8,24 @@
  * account are only ever touched in that order, so changes, ingest and eviction cannot deadlock.
  */
 import {
+  AliasNotFound,
   type BulkAction,
   type BulkMessageResult,
-  Conflict,
+  BulkTagActionWithoutTag,
   type EmptyTrashResult,
   type EventAlias,
   type MessageOutcome,
+  MessageNotFound,
   type MessageState,
-  NotFound,
+  PinLimitReached,
   type PlanEntitlements,
   type PlanOverrides,
   type RemoteImagePreference,
   resolveEntitlements,
   type Tag,
-  type UpdateMessageState,
-  ValidationFailed
+  type TagInput,
+  TagNotOwned,
+  type UpdateMessageState
 } from "@burnbox/domain"
 import { sanitizeEmailHtml } from "@burnbox/domain/mail/index"
 import { Context, Effect, Layer } from "effect"
@@ -71,8 +74,8 @@ export interface AttachmentBody {
   readonly content: Uint8Array
 }
 
-const notFound = () => NotFound.of("Message")
-const unknownTag = (field: string) => ValidationFailed.withFields({ [field]: "unknown_tag" }, "Every tag must be one of your own tags.")
+const notFound = (messageId: number) => new MessageNotFound({ messageId })
+const notOwned = (tagIds: ReadonlyArray<number>, input: TagInput) => new TagNotOwned({ tagIds, input })
 
 const flagOfAction: Partial<Record<BulkAction, Flags>> = {
   mark_read: { is_read: true },
@@ -87,17 +90,17 @@ const flagOfAction: Partial<Record<BulkAction, Flags>> = {
 
 export class MessageActions extends Context.Service<MessageActions, {
   readonly updateState: (accountId: number, id: number, patch: UpdateMessageState) =>
-    Effect.Effect<MessageState, NotFound | Conflict | ValidationFailed>
+    Effect.Effect<MessageState, MessageNotFound | PinLimitReached | TagNotOwned>
   readonly bulk: (accountId: number, input: { readonly ids: ReadonlyArray<number>; readonly action: BulkAction; readonly tagId?: number | undefined }) =>
-    Effect.Effect<BulkMessageResult, NotFound | Conflict | ValidationFailed>
+    Effect.Effect<BulkMessageResult, MessageNotFound | PinLimitReached | TagNotOwned | BulkTagActionWithoutTag>
   /** DELETE /messages/{id}: to the trash when the owner's plan has one, else (or with `permanent`) destroyed. */
-  readonly remove: (accountId: number, id: number, permanent: boolean) => Effect.Effect<void, NotFound>
-  readonly restore: (accountId: number, id: number) => Effect.Effect<void, NotFound>
-  readonly emptyTrash: (accountId: number, aliasId: number | undefined) => Effect.Effect<EmptyTrashResult, NotFound>
+  readonly remove: (accountId: number, id: number, permanent: boolean) => Effect.Effect<void, MessageNotFound>
+  readonly restore: (accountId: number, id: number) => Effect.Effect<void, MessageNotFound>
+  readonly emptyTrash: (accountId: number, aliasId: number | undefined) => Effect.Effect<EmptyTrashResult, AliasNotFound>
   /** The sanitized HTML, or undefined when the message is not the caller's or has no HTML. */
   readonly html: (accountId: number, id: number, remote: boolean) => Effect.Effect<HtmlBody | undefined>
   readonly setRemoteImagePreference: (accountId: number, id: number, alwaysLoad: boolean) =>
-    Effect.Effect<RemoteImagePreference, NotFound>
+    Effect.Effect<RemoteImagePreference, MessageNotFound>
   readonly attachment: (accountId: number, messageId: number, attachmentId: number) => Effect.Effect<AttachmentBody | undefined>
 }>()("burnbox/MessageActions") {
   static readonly layer = Layer.effect(MessageActions, Effect.gen(function*() {
@@ -126,9 +129,13 @@ export class MessageActions extends Context.Service<MessageActions, {
         ORDER BY m.id
         FOR UPDATE OF m`
 
-    /** All of `ids`, or NotFound with nothing changed when any is not the caller's. */
+    /** All of `ids`, or MessageNotFound (the first id missing) with nothing changed when any is not the caller's. */
     const lockAll = (accountId: number, ids: ReadonlyArray<number>) =>
-      Effect.flatMap(lockTargets(accountId, ids), (rows) => rows.length === new Set(ids).size ? Effect.succeed(rows) : Effect.fail(notFound()))
+      Effect.flatMap(lockTargets(accountId, ids), (rows) => {
+        if (rows.length === new Set(ids).size) return Effect.succeed(rows)
+        const found = new Set(rows.map((row) => row.id))
+        return Effect.fail(notFound(ids.find((id) => !found.has(id)) ?? ids[0]!))
+      })
 
     /** aliases.unread_count counts the owner's unread mail outside the trash. */
     const adjustUnread = (deltas: ReadonlyArray<{ aliasId: number; delta: number }>) =>
@@ -147,7 +154,7 @@ export class MessageActions extends Context.Service<MessageActions, {
           Effect.map(([row]) => row!.n)
         )
 
-    /** Applies flags to the targets; answers how many actually changed. 409 when pins would pass maxPinned. */
+    /** Applies flags to the targets; answers how many actually changed. PinLimitReached when pins would pass maxPinned. */
     const setFlags = (accountId: number, plan: PlanEntitlements, targets: ReadonlyArray<Target>, flags: Flags) =>
       Effect.gen(function*() {
         const keys = Object.keys(flags) as Array<keyof Flags>
@@ -159,10 +166,7 @@ export class MessageActions extends Context.Service<MessageActions, {
             SELECT count(*)::int AS n FROM message_states s JOIN messages m ON m.id = s.message_id
             WHERE s.account_id = ${accountId} AND s.pinned AND m.trashed_at IS NULL`
           if (newlyPinned > 0 && row!.n + newlyPinned > plan.maxPinned) {
-            return yield* Effect.fail(new Conflict({
-              code: "max_pinned_reached",
-              message: `Your plan keeps at most ${plan.maxPinned} pinned messages; unpin one first.`
-            }))
+            return yield* Effect.fail(new PinLimitReached({ limit: plan.maxPinned }))
           }
         }
         const ids = changed.map((t) => t.id)
@@ -194,9 +198,9 @@ export class MessageActions extends Context.Service<MessageActions, {
       return yield* sql.withTransaction(Effect.gen(function*() {
         const plan = yield* lockAccount(accountId)
         const [target] = yield* lockTargets(accountId, [id])
-        if (target === undefined) return yield* Effect.fail(notFound())
+        if (target === undefined) return yield* Effect.fail(notFound(id))
         const tagIds = patch.tagIds
-        if (tagIds !== undefined && (yield* ownTags(accountId, tagIds)) !== tagIds.length) return yield* Effect.fail(unknownTag("tagIds"))
+        if (tagIds !== undefined && (yield* ownTags(accountId, tagIds)) !== tagIds.length) return yield* Effect.fail(notOwned(tagIds, "tagIds"))
         const flags: Flags = {
           ...(patch.isRead === undefined ? {} : { is_read: patch.isRead }),
           ...(patch.starred === undefined ? {} : { starred: patch.starred }),
@@ -301,7 +305,7 @@ export class MessageActions extends Context.Service<MessageActions, {
       const { action, ids, tagId } = input
       const tagAction = action === "add_tag" || action === "remove_tag"
       if (tagAction && tagId === undefined) {
-        return yield* Effect.fail(ValidationFailed.withFields({ tagId: "required" }, `${action} needs a tagId.`))
+        return yield* Effect.fail(new BulkTagActionWithoutTag({ action }))
       }
       return yield* sql.withTransaction(Effect.gen(function*() {
         const plan = yield* lockAccount(accountId)
@@ -311,7 +315,7 @@ export class MessageActions extends Context.Service<MessageActions, {
         if (flags !== undefined) {
           result.updated = yield* setFlags(accountId, plan, targets, flags)
         } else if (tagAction && tagId !== undefined) {
-          if ((yield* ownTags(accountId, [tagId])) !== 1) return yield* Effect.fail(unknownTag("tagId"))
+          if ((yield* ownTags(accountId, [tagId])) !== 1) return yield* Effect.fail(notOwned([tagId], "tagId"))
           const changed = action === "add_tag"
             ? yield* sql`
                 INSERT INTO message_tags (message_id, account_id, tag_id)
@@ -337,7 +341,7 @@ export class MessageActions extends Context.Service<MessageActions, {
     const emptyTrash = Effect.fn("MessageActions.emptyTrash")(function*(accountId: number, aliasId: number | undefined) {
       if (aliasId !== undefined) {
         const owned = yield* sql`SELECT 1 FROM aliases WHERE id = ${aliasId} AND account_id = ${accountId}`.pipe(Effect.orDie)
-        if (owned.length === 0) return yield* Effect.fail(NotFound.of("Alias"))
+        if (owned.length === 0) return yield* Effect.fail(new AliasNotFound({ aliasId }))
       }
       const inAlias = aliasId === undefined ? sql`true` : sql`m.alias_id = ${aliasId}`
       return yield* sql.withTransaction(Effect.gen(function*() {
@@ -376,7 +380,7 @@ export class MessageActions extends Context.Service<MessageActions, {
     const setRemoteImagePreference = Effect.fn("MessageActions.setRemoteImagePreference")(function*(accountId: number, id: number, alwaysLoad: boolean) {
       const [row] = yield* sql<{ sender_address: string; envelope_from: string | null }>`
         SELECT sender_address, envelope_from FROM messages WHERE id = ${id} AND account_id = ${accountId}`.pipe(Effect.orDie)
-      if (row === undefined) return yield* Effect.fail(notFound())
+      if (row === undefined) return yield* Effect.fail(notFound(id))
       const sender = senderAddressOf(row).toLowerCase()
       const at = yield* now
       yield* sql`

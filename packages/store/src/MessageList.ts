@@ -3,7 +3,7 @@
  * index `message_search`, keyset pagination over (received_at, id) with an opaque cursor signed
  * with BURNBOX_SECRET and bound to its filters, and a `total` of exactly the filtered set.
  */
-import { dateTimeParts, type MessageSummary, ValidationFailed } from "@burnbox/domain"
+import { dateTimeParts, type MessageSummary } from "@burnbox/domain"
 import { parseSearchQuery, type SearchQuery, type SearchTerm } from "@burnbox/domain/search/index"
 import { Effect, Result } from "effect"
 import type { SqlClient, Statement } from "effect/sql"
@@ -97,7 +97,7 @@ const searchesIndex = (query: SearchQuery | undefined, trashed: boolean): boolea
   query.from.length === 0 && query.to.length === 0 && query.subject.length === 0
 
 /**
- * The SQL conditions of the filters (without the cursor), or the 422 of a bad `q`, whether
+ * The SQL conditions of the filters (without the cursor), or the SearchQueryError of a bad `q`, whether
  * they read the search index, whether they look for one word, and `view`: the first of them alone (the account, the trash or
  * not, the archive or not), which every row of the list meets. They read one row `m` alone: reader state and the alias's domain
  * are tested with EXISTS, so the count for `total` needs no join, and the page query joins only
@@ -116,7 +116,7 @@ export const listConditions = (sql: SqlClient.SqlClient, accountId: number, filt
     let query: SearchQuery | undefined
     if (q !== undefined && q.trim() !== "") {
       const parsed = parseSearchQuery(q)
-      if (Result.isFailure(parsed)) return yield* Effect.fail(ValidationFailed.withFields({ q: "invalid_query" }, parsed.failure.message))
+      if (Result.isFailure(parsed)) return yield* Effect.fail(parsed.failure)
       query = parsed.success
     }
     const indexed = searchesIndex(query, trashed)

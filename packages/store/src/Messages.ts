@@ -1,5 +1,5 @@
 /** Reading messages as their reader sees them (spec 2.10, 2.11). */
-import { type MessageDetail, type MessagePage, type MessageSummary, ValidationFailed } from "@burnbox/domain"
+import { InvalidCursor, type MessageDetail, type MessagePage, type MessageSummary, type SearchQueryError } from "@burnbox/domain"
 import { UNKNOWN_SENDER_ADDRESS } from "@burnbox/domain/mail/index"
 import { Context, Effect, Layer, Option } from "effect"
 import { SqlClient, type SqlError, type Statement } from "effect/sql"
@@ -89,7 +89,7 @@ export class Messages extends Context.Service<Messages, {
   readonly detail: (accountId: number, id: number, baseUrl: string) => Effect.Effect<MessageDetail | undefined>
   readonly raw: (accountId: number, id: number) => Effect.Effect<Uint8Array | undefined>
   readonly list: (accountId: number, filters: ListFilters & { readonly cursor?: string; readonly limit?: number }) =>
-    Effect.Effect<MessagePage, ValidationFailed>
+    Effect.Effect<MessagePage, InvalidCursor | SearchQueryError>
 }>()("burnbox/Messages") {
   static readonly layer = Layer.effect(Messages, Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
@@ -159,7 +159,7 @@ export class Messages extends Context.Service<Messages, {
       let position: { receivedAt: string; id: number } | undefined
       if (cursor !== undefined) {
         position = decodeCursor(keyring, accountId, rest, cursor)
-        if (position === undefined) return yield* Effect.fail(ValidationFailed.withFields({ cursor: "invalid_cursor" }, "The cursor is not one this list gave out, or it belongs to other filters."))
+        if (position === undefined) return yield* Effect.fail(new InvalidCursor())
       }
       const after = position === undefined
         ? sql`true`

@@ -1,4 +1,13 @@
-import { type ApiToken, MaxActiveTokens, type PlanEntitlements, type PlanOverrides, resolveEntitlements, type Scope, TokenPrefix } from "@burnbox/domain"
+import {
+  type ApiToken,
+  MaxActiveTokens,
+  type PlanEntitlements,
+  type PlanOverrides,
+  resolveEntitlements,
+  type Scope,
+  TokenLimitReached,
+  TokenPrefix
+} from "@burnbox/domain"
 import { Context, Effect, Layer, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import { fingerprint, Keyring, randomSecret } from "./Keyring.ts"
@@ -21,14 +30,6 @@ export interface TokenGrant {
  * plan change, a revocation on another API node) reach it within this time.
  */
 export const TokenCacheMs = 2_000
-
-export class TooManyTokens {
-  readonly _tag = "TooManyTokens"
-  readonly limit: number
-  constructor(limit: number) {
-    this.limit = limit
-  }
-}
 
 interface Raw {
   id: number
@@ -63,7 +64,7 @@ export class Tokens extends Context.Service<Tokens, {
     scopes: ReadonlyArray<Scope>
     expiresAt: Date | null
     limit: number
-  }) => Effect.Effect<{ token: ApiToken; secret: Redacted.Redacted<string> }, TooManyTokens>
+  }) => Effect.Effect<{ token: ApiToken; secret: Redacted.Redacted<string> }, TokenLimitReached>
   readonly list: (accountId: number) => Effect.Effect<ReadonlyArray<ApiToken>>
   readonly revoke: (accountId: number, id: number) => Effect.Effect<boolean>
   readonly resolve: (secret: Redacted.Redacted<string>) => Effect.Effect<TokenGrant | undefined>
@@ -115,7 +116,7 @@ export class Tokens extends Context.Service<Tokens, {
           VALUES (${input.accountId}, ${input.name}, ARRAY(SELECT jsonb_array_elements_text(${JSON.stringify(input.scopes)}::jsonb)), ${secret.slice(0, 12)}, ${digest(secret)}, ${createdAt}, ${input.expiresAt})
           RETURNING id, name, scopes, prefix, status, created_at, last_used_at, expires_at`)[0]
       })).pipe(Effect.orDie)
-      if (inserted === undefined) return yield* Effect.fail(new TooManyTokens(limit))
+      if (inserted === undefined) return yield* Effect.fail(new TokenLimitReached({ limit }))
       return { token: toApiToken(inserted), secret: Redacted.make(secret) }
     })
 

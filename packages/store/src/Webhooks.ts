@@ -5,14 +5,18 @@
  */
 import { lookup } from "node:dns/promises"
 import {
-  Conflict,
+  type ActiveEndpointRequest,
+  DeliveryInProgress,
+  DeliveryNotFound,
+  DeliveryPayloadExpired,
   DeliveryRetentionMs,
   envelopeBytes,
   eventId,
-  Gone,
-  NotFound,
   SecretOverlapMs,
-  ValidationFailed,
+  WebhookInactive,
+  WebhookLimitReached,
+  WebhookNotFound,
+  WebhookUrlRefused,
   type CreateWebhook,
   type DeliveryAttempt,
   type DeliveryStatus,
@@ -191,29 +195,28 @@ const toReceipt = (row: Omit<DeliveryRow, "webhook_name" | "attempts">): Webhook
   createdAt: row.created_at.toISOString()
 })
 
-const notFound = () => NotFound.of("Webhook")
-
-/** Tests and redelivery go only to an active endpoint (409 otherwise). */
-const refuseInactive = (row: WebhookRow, what: string) =>
+/** Tests and redelivery go only to an active endpoint. */
+const refuseInactive = (row: WebhookRow, refused: ActiveEndpointRequest) =>
   row.status === "active"
     ? Effect.void
-    : Effect.fail(new Conflict({ code: `webhook_${row.status}`, message: `The endpoint is ${row.status}; ${what}.` }))
+    : Effect.fail(new WebhookInactive({ webhookId: row.id, status: row.status, refused }))
 
 export const WebhookTestMessage = "This is a test event from burnbox."
 
 export class Webhooks extends Context.Service<Webhooks, {
   readonly list: (accountId: number) => Effect.Effect<ReadonlyArray<Webhook>>
   readonly create: (accountId: number, input: CreateWebhook, limit: number) =>
-    Effect.Effect<{ webhook: Webhook; secret: Redacted.Redacted<string> }, Conflict | ValidationFailed>
-  readonly update: (accountId: number, id: number, input: UpdateWebhook) => Effect.Effect<Webhook, NotFound | ValidationFailed>
-  readonly remove: (accountId: number, id: number) => Effect.Effect<void, NotFound>
+    Effect.Effect<{ webhook: Webhook; secret: Redacted.Redacted<string> }, WebhookLimitReached | WebhookUrlRefused>
+  readonly update: (accountId: number, id: number, input: UpdateWebhook) => Effect.Effect<Webhook, WebhookNotFound | WebhookUrlRefused>
+  readonly remove: (accountId: number, id: number) => Effect.Effect<void, WebhookNotFound>
   readonly rotateSecret: (accountId: number, id: number) =>
-    Effect.Effect<{ webhook: Webhook; secret: Redacted.Redacted<string> }, NotFound>
+    Effect.Effect<{ webhook: Webhook; secret: Redacted.Redacted<string> }, WebhookNotFound>
   /** Newest first; `webhookId` null means every owned endpoint. */
   readonly deliveries: (accountId: number, webhookId: number | null, limit: number) =>
-    Effect.Effect<ReadonlyArray<WebhookDelivery>, NotFound>
-  readonly queueTest: (accountId: number, id: number) => Effect.Effect<WebhookDeliveryReceipt, NotFound | Conflict>
-  readonly redeliver: (accountId: number, deliveryId: number) => Effect.Effect<WebhookDeliveryReceipt, NotFound | Conflict | Gone>
+    Effect.Effect<ReadonlyArray<WebhookDelivery>, WebhookNotFound>
+  readonly queueTest: (accountId: number, id: number) => Effect.Effect<WebhookDeliveryReceipt, WebhookNotFound | WebhookInactive>
+  readonly redeliver: (accountId: number, deliveryId: number) =>
+    Effect.Effect<WebhookDeliveryReceipt, DeliveryNotFound | WebhookNotFound | WebhookInactive | DeliveryPayloadExpired | DeliveryInProgress>
 }>()("burnbox/Webhooks") {
   static readonly layer = Layer.effect(Webhooks, Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
@@ -224,14 +227,14 @@ export class Webhooks extends Context.Service<Webhooks, {
         SELECT * FROM webhooks WHERE id = ${id} AND account_id = ${accountId} AND deleted_at IS NULL
         ${lock ? sql`FOR NO KEY UPDATE` : sql``}`.pipe(
         Effect.orDie,
-        Effect.flatMap((rows) => (rows[0] ? Effect.succeed(rows[0]) : Effect.fail(notFound())))
+        Effect.flatMap((rows) => (rows[0] ? Effect.succeed(rows[0]) : Effect.fail(new WebhookNotFound({ webhookId: id }))))
       )
 
-    /** The URL's rules and its DNS answer; refusals are 422 with the reason on `url`. */
+    /** The URL's rules and its DNS answer; a refusal names the rule. */
     const validateUrl = (raw: string) =>
       Effect.gen(function*() {
         const checked = yield* checkTarget(raw, config.webhookAllowPrivate)
-        if (!checked.ok) return yield* Effect.fail(ValidationFailed.withFields({ url: checked.reason }, "The webhook URL is not allowed; see fields."))
+        if (!checked.ok) return yield* Effect.fail(new WebhookUrlRefused({ reason: checked.reason }))
         return checked.url.href
       })
 
@@ -261,10 +264,7 @@ export class Webhooks extends Context.Service<Webhooks, {
         return inserted
       })).pipe(Effect.orDie)
       if (row === undefined) {
-        return yield* Effect.fail(new Conflict({
-          code: "webhook_limit_reached",
-          message: `Your plan allows ${limit} webhook endpoints; delete one first.`
-        }))
+        return yield* Effect.fail(new WebhookLimitReached({ limit }))
       }
       return { webhook: toWebhook(row), secret }
     })
@@ -350,7 +350,7 @@ export class Webhooks extends Context.Service<Webhooks, {
       const at = yield* now
       return yield* sql.withTransaction(Effect.gen(function*() {
         const row = yield* owned(accountId, id, true)
-        yield* refuseInactive(row, "set it active to send a test")
+        yield* refuseInactive(row, "test")
         const event = { id: eventId(at.getTime()), type: "webhook.test" as const, time: at, data: { endpoint_id: id, message: WebhookTestMessage } }
         yield* sql`
           INSERT INTO events (id, account_id, alias_id, type, time, data, dispatched_at)
@@ -372,14 +372,14 @@ export class Webhooks extends Context.Service<Webhooks, {
           WHERE d.id = ${deliveryId} AND d.account_id = ${accountId} AND w.deleted_at IS NULL
           FOR UPDATE OF d`.pipe(Effect.orDie)
         const found = rows[0]
-        if (found === undefined) return yield* Effect.fail(NotFound.of("Delivery"))
+        if (found === undefined) return yield* Effect.fail(new DeliveryNotFound({ deliveryId }))
         if (found.purged || found.created_at.getTime() <= at.getTime() - DeliveryRetentionMs) {
-          return yield* Effect.fail(new Gone({ code: "payload_expired", message: "Delivery payloads are kept 30 days; this one has expired." }))
+          return yield* Effect.fail(new DeliveryPayloadExpired({ deliveryId }))
         }
         const webhook = yield* owned(accountId, found.webhook_id, true)
-        yield* refuseInactive(webhook, "set it active to redeliver")
+        yield* refuseInactive(webhook, "redelivery")
         if (found.status === "delivering") {
-          return yield* Effect.fail(new Conflict({ code: "delivery_in_progress", message: "This delivery is being attempted right now." }))
+          return yield* Effect.fail(new DeliveryInProgress({ deliveryId }))
         }
         // Same event id and bytes; a fresh cycle; the attempt history stays.
         const [delivery] = yield* sql<Omit<DeliveryRow, "webhook_name" | "attempts">>`

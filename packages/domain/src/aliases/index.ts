@@ -1,2 +1,3 @@
 export * from "./candidates.ts"
 export { aliasWords, parseWordList } from "./words.ts"
+export * from "./errors.ts"

@@ -1,17 +1,8 @@
-import { BurnboxApi, CurrentPrincipal, type RateLimited, ValidationFailed } from "@burnbox/domain"
+import { BurnboxApi, CurrentPrincipal, ValidationFailed } from "@burnbox/domain"
 import { Aliases, type Transition } from "@burnbox/store"
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
-import { addResponseHeaders } from "../Authentication.ts"
-
-/** A 429 raised by a service carries its wait; it becomes the Retry-After header. */
-export const withRetryAfter = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-  Effect.tapError(effect, (error) => {
-    const limited = error as Partial<RateLimited>
-    return limited._tag === "RateLimited" && limited.retryAfter !== undefined
-      ? addResponseHeaders({ "retry-after": String(limited.retryAfter) })
-      : Effect.void
-  })
+import { withProblems } from "../platform/ProblemMapping.ts"
 
 const statusTransition = { active: "resume", paused: "pause", burned: "burn" } as const
 
@@ -19,32 +10,33 @@ export const AliasesHttp = HttpApiBuilder.group(BurnboxApi, "aliases", Effect.fn
   const aliases = yield* Aliases
   const owner = Effect.map(CurrentPrincipal, (p) => p.accountId)
 
-  const move = (id: number, to: Transition) => Effect.flatMap(owner, (accountId) => aliases.transition(accountId, id, to))
+  const move = (id: number, to: Transition) => withProblems(Effect.flatMap(owner, (accountId) => aliases.transition(accountId, id, to)))
 
   return handlers
     .handle("list", ({ query }) =>
       Effect.flatMap(owner, (accountId) => aliases.list(accountId, query.includeBurned === "true")).pipe(
         Effect.map((items) => ({ items }))
       ))
-    .handle("reserve", ({ payload }) => withRetryAfter(Effect.flatMap(owner, (accountId) => aliases.reserve(accountId, payload))))
+    .handle("reserve", ({ payload }) => withProblems(Effect.flatMap(owner, (accountId) => aliases.reserve(accountId, payload))))
     .handle("releaseCandidates", ({ payload }) =>
       Effect.flatMap(owner, (accountId) => aliases.release(accountId, payload?.reservationToken ?? undefined)).pipe(Effect.map((released) => ({ released }))))
     .handle("releaseCandidatesPost", ({ payload }) =>
       Effect.flatMap(owner, (accountId) => aliases.release(accountId, payload?.reservationToken ?? undefined)).pipe(Effect.map((released) => ({ released }))))
-    .handle("claim", ({ payload }) => withRetryAfter(Effect.flatMap(owner, (accountId) => aliases.claim(accountId, payload))))
+    .handle("claim", ({ payload }) => withProblems(Effect.flatMap(owner, (accountId) => aliases.claim(accountId, payload))))
     .handle("update", ({ params, payload }) =>
-      Effect.gen(function*() {
+      withProblems(Effect.gen(function*() {
         const accountId = yield* owner
         const fromStatus = payload.status === undefined ? undefined : statusTransition[payload.status]
         if (payload.action !== undefined && fromStatus !== undefined && payload.action !== fromStatus) {
           return yield* Effect.fail(ValidationFailed.withFields({ status: "conflicts_with_action" }, "action and status ask for different transitions."))
         }
         return yield* aliases.change(accountId, params.id, { label: payload.label, note: payload.note, to: payload.action ?? fromStatus })
-      }))
+      })))
     .handle("remove", ({ params }) => move(params.id, "burn"))
     .handle("pause", ({ params }) => move(params.id, "pause"))
     .handle("resume", ({ params }) => move(params.id, "resume"))
     .handle("burn", ({ params }) => move(params.id, "burn"))
-    .handle("setTimer", ({ params, payload }) => Effect.flatMap(owner, (accountId) => aliases.setTimer(accountId, params.id, payload.selfDestructAt)))
-    .handle("clearTimer", ({ params }) => Effect.flatMap(owner, (accountId) => aliases.clearTimer(accountId, params.id)))
+    .handle("setTimer", ({ params, payload }) =>
+      withProblems(Effect.flatMap(owner, (accountId) => aliases.setTimer(accountId, params.id, payload.selfDestructAt))))
+    .handle("clearTimer", ({ params }) => withProblems(Effect.flatMap(owner, (accountId) => aliases.clearTimer(accountId, params.id))))
 }))

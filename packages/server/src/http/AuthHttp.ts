@@ -1,9 +1,10 @@
-import { BurnboxApi, Conflict, CurrentPrincipal, RateLimited, Unauthorized } from "@burnbox/domain"
+import { BurnboxApi, CurrentPrincipal, RateLimited, Unauthorized } from "@burnbox/domain"
 import { Accounts, BurnboxConfig, emailKey, RateLimiter, Sessions, toAccount } from "@burnbox/store"
 import { Effect } from "effect"
 import { HttpServerRequest } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { addResponseHeaders, clientAddress } from "../Authentication.ts"
+import { withProblems } from "../platform/ProblemMapping.ts"
 import { clearSessionCookie, setSessionCookie } from "./Cookies.ts"
 
 /** Failed logins allowed per email and per client address before answers slow to 429. */
@@ -27,10 +28,7 @@ export const AuthHttp = HttpApiBuilder.group(BurnboxApi, "auth", Effect.fn(funct
   return handlers
     .handle("signup", ({ payload }) =>
       Effect.gen(function*() {
-        const account = yield* accounts.create({ email: payload.email, password: payload.password }).pipe(
-          Effect.catchTag("EmailTaken", () =>
-            Effect.fail(new Conflict({ code: "email_taken", message: "An account with this email exists already." })))
-        )
+        const account = yield* withProblems(accounts.create({ email: payload.email, password: payload.password }))
         yield* startSession(account.id)
         return toAccount(account)
       }))

@@ -3,6 +3,7 @@ import { BurnboxConfig, MessageActions, Messages } from "@burnbox/store"
 import { Effect } from "effect"
 import { HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
+import { withProblems } from "../platform/ProblemMapping.ts"
 import { conditionalJson } from "./Conditional.ts"
 
 const notFound = () => Effect.fail(NotFound.of("Message"))
@@ -46,7 +47,7 @@ export const MessagesHttp = HttpApiBuilder.group(BurnboxApi, "messages", Effect.
   const actions = yield* MessageActions
   const config = yield* BurnboxConfig
   return handlers
-    .handle("list", ({ query }) => Effect.flatMap(CurrentPrincipal, (p) => messages.list(p.accountId, query)))
+    .handle("list", ({ query }) => withProblems(Effect.flatMap(CurrentPrincipal, (p) => messages.list(p.accountId, query))))
     .handle("get", ({ params }) =>
       Effect.flatMap(CurrentPrincipal, (p) => messages.detail(p.accountId, params.id, config.baseUrl)).pipe(
         Effect.flatMap((detail) => (detail === undefined ? notFound() : conditionalJson(detail)))
@@ -67,13 +68,13 @@ export const MessagesHttp = HttpApiBuilder.group(BurnboxApi, "messages", Effect.
             }))
           }
         }
-        return yield* actions.updateState(principal.accountId, params.id, payload)
+        return yield* withProblems(actions.updateState(principal.accountId, params.id, payload))
       }))
-    .handle("bulk", ({ payload }) => Effect.flatMap(CurrentPrincipal, (p) => actions.bulk(p.accountId, payload)))
-    .handle("emptyTrash", ({ query }) => Effect.flatMap(CurrentPrincipal, (p) => actions.emptyTrash(p.accountId, query.alias)))
+    .handle("bulk", ({ payload }) => withProblems(Effect.flatMap(CurrentPrincipal, (p) => actions.bulk(p.accountId, payload))))
+    .handle("emptyTrash", ({ query }) => withProblems(Effect.flatMap(CurrentPrincipal, (p) => actions.emptyTrash(p.accountId, query.alias))))
     .handle("remove", ({ params, query }) =>
-      Effect.flatMap(CurrentPrincipal, (p) => actions.remove(p.accountId, params.id, query.permanent === "1" || query.permanent === "true")))
-    .handle("restore", ({ params }) => Effect.flatMap(CurrentPrincipal, (p) => actions.restore(p.accountId, params.id)))
+      withProblems(Effect.flatMap(CurrentPrincipal, (p) => actions.remove(p.accountId, params.id, query.permanent === "1" || query.permanent === "true"))))
+    .handle("restore", ({ params }) => withProblems(Effect.flatMap(CurrentPrincipal, (p) => actions.restore(p.accountId, params.id))))
     .handle("html", ({ params, query }) =>
       Effect.flatMap(CurrentPrincipal, (p) => actions.html(p.accountId, params.id, query.remote === "1")).pipe(
         Effect.flatMap((body) =>
@@ -86,7 +87,7 @@ export const MessagesHttp = HttpApiBuilder.group(BurnboxApi, "messages", Effect.
         )
       ))
     .handle("remoteImagePreference", ({ params, payload }) =>
-      Effect.flatMap(CurrentPrincipal, (p) => actions.setRemoteImagePreference(p.accountId, params.id, payload.alwaysLoad)))
+      withProblems(Effect.flatMap(CurrentPrincipal, (p) => actions.setRemoteImagePreference(p.accountId, params.id, payload.alwaysLoad))))
     .handle("attachment", ({ params, query }) =>
       Effect.gen(function*() {
         const principal = yield* CurrentPrincipal

@@ -1,11 +1,10 @@
-import { BurnboxApi, Conflict, CurrentPrincipal, Forbidden, NotFound, RateLimited, type TestMessageInput, TestMessageLimits, ValidationFailed } from "@burnbox/domain"
+import { BurnboxApi, CurrentPrincipal, Forbidden, RateLimited, type TestMessageInput, TestMessageLimits, ValidationFailed } from "@burnbox/domain"
 import { buildTestMessage, validateTestMessage } from "@burnbox/domain/mail/index"
-import { Accounts, BurnboxConfig, Mailstore, RateLimiter } from "@burnbox/store"
+import { Accounts, Aliases, BurnboxConfig, Mailstore, RateLimiter } from "@burnbox/store"
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
-import { SqlClient } from "effect/sql"
 import { addResponseHeaders } from "../Authentication.ts"
-import { withRetryAfter } from "./AliasesHttp.ts"
+import { withProblems } from "../platform/ProblemMapping.ts"
 import { currentAccount } from "./CurrentAccount.ts"
 import { now } from "@burnbox/store/Time"
 
@@ -15,25 +14,13 @@ const isJsonInput = (payload: unknown): payload is TestMessageInput =>
 /** POST /test/messages (spec 2.19, 4.8): through the same store and pipeline as SMTP, never over SMTP. */
 export const TestMailHttp = HttpApiBuilder.group(BurnboxApi, "testMail", Effect.fn(function*(handlers) {
   const accounts = yield* Accounts
+  const aliases = yield* Aliases
   const mailstore = yield* Mailstore
   const limiter = yield* RateLimiter
   const config = yield* BurnboxConfig
-  const sql = yield* SqlClient.SqlClient
-
-  const injectable = (accountId: number, aliasId: number) =>
-    Effect.gen(function*() {
-      const rows = yield* sql<{ status: string; address: string }>`
-        SELECT al.status, al.local_part || '@' || d.name AS address FROM aliases al JOIN domains d ON d.id = al.domain_id
-        WHERE al.id = ${aliasId} AND al.account_id = ${accountId} AND al.status <> 'reserved'`.pipe(Effect.orDie)
-      const alias = rows[0]
-      if (alias === undefined) return yield* Effect.fail(NotFound.of("Alias"))
-      if (alias.status === "paused") return yield* Effect.fail(new Conflict({ code: "alias_paused", message: "The alias is paused; resume it to receive mail." }))
-      if (alias.status === "burned") return yield* Effect.fail(new Conflict({ code: "alias_burned", message: "The alias is burned." }))
-      return alias.address
-    })
 
   return handlers.handle("inject", ({ payload, query }) =>
-    withRetryAfter(Effect.gen(function*() {
+    withProblems(Effect.gen(function*() {
       const principal = yield* CurrentPrincipal
       const account = yield* currentAccount(accounts).pipe(Effect.provideService(CurrentPrincipal, principal))
       const limit = account.entitlements.testMessagesPerDay
@@ -48,7 +35,7 @@ export const TestMailHttp = HttpApiBuilder.group(BurnboxApi, "testMail", Effect.
         const fields = validateTestMessage(body.json)
         if (fields !== undefined) return yield* Effect.fail(ValidationFailed.withFields(fields))
       }
-      const address = yield* injectable(account.id, aliasId)
+      const address = yield* aliases.injectableAddress(account.id, aliasId)
       const decision = yield* limiter.hit(`test-mail:${account.id}`, [{ limit, seconds: 86_400 }])
       if (!decision.allowed) {
         return yield* Effect.fail(new RateLimited({
@@ -65,8 +52,7 @@ export const TestMailHttp = HttpApiBuilder.group(BurnboxApi, "testMail", Effect.
         envelopeFrom: null,
         clientAddress: null,
         clientHelo: null
-      }).pipe(Effect.catchTag("OverQuota", () =>
-        Effect.fail(ValidationFailed.withFields({ body: "exceeds_storage_quota" }, "The message is larger than your whole storage quota."))))
+      })
       yield* addResponseHeaders({ location: `${config.baseUrl}/messages/${accepted!.id}` })
       return {
         id: accepted!.id,

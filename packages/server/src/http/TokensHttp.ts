@@ -1,8 +1,9 @@
-import { BurnboxApi, Conflict, CurrentPrincipal, Forbidden, NotFound, ValidationFailed } from "@burnbox/domain"
+import { BurnboxApi, CurrentPrincipal, Forbidden, NotFound, ValidationFailed } from "@burnbox/domain"
 import { Accounts, Tokens } from "@burnbox/store"
 import { Effect, Redacted } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { now } from "@burnbox/store/Time"
+import { withProblems } from "../platform/ProblemMapping.ts"
 import { currentAccount } from "./CurrentAccount.ts"
 
 export const TokensHttp = HttpApiBuilder.group(BurnboxApi, "tokens", Effect.fn(function*(handlers) {
@@ -22,14 +23,13 @@ export const TokensHttp = HttpApiBuilder.group(BurnboxApi, "tokens", Effect.fn(f
         if (expiresAt !== null && (Number.isNaN(expiresAt.getTime()) || expiresAt <= (yield* now))) {
           return yield* Effect.fail(ValidationFailed.withFields({ expiresAt: "must_be_future" }))
         }
-        const created = yield* tokens.create({
+        const created = yield* withProblems(tokens.create({
           accountId: account.id,
           name: payload.name,
           scopes: payload.scopes,
           expiresAt,
           limit: account.entitlements.apiTokenCount
-        }).pipe(Effect.catchTag("TooManyTokens", (e) =>
-          Effect.fail(new Conflict({ code: "token_limit_reached", message: `At most ${e.limit} tokens may be active; revoke one first.` }))))
+        }))
         return { token: created.token, secret: Redacted.value(created.secret), secretShownOnce: true as const }
       }))
     .handle("revoke", ({ params }) =>

@@ -3,6 +3,7 @@ import { BurnboxApi, CurrentPrincipal } from "@burnbox/domain"
 import { Accounts, Webhooks } from "@burnbox/store"
 import { Effect, Redacted } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
+import { withProblems } from "../platform/ProblemMapping.ts"
 import { currentAccount } from "./CurrentAccount.ts"
 
 const DefaultPageSize = 50
@@ -21,27 +22,27 @@ export const WebhooksHttp = HttpApiBuilder.group(BurnboxApi, "webhooks", Effect.
     .handle("create", ({ payload }) =>
       Effect.gen(function*() {
         const account = yield* currentAccount(accounts)
-        const created = yield* webhooks.create(account.id, payload, account.entitlements.webhookCount)
+        const created = yield* withProblems(webhooks.create(account.id, payload, account.entitlements.webhookCount))
         return { webhook: created.webhook, secret: Redacted.value(created.secret), secretShownOnce: true as const }
       }))
-    .handle("update", ({ params, payload }) => Effect.flatMap(owner, (accountId) => webhooks.update(accountId, params.id, payload)))
-    .handle("remove", ({ params }) => Effect.flatMap(owner, (accountId) => webhooks.remove(accountId, params.id)))
+    .handle("update", ({ params, payload }) => withProblems(Effect.flatMap(owner, (accountId) => webhooks.update(accountId, params.id, payload))))
+    .handle("remove", ({ params }) => withProblems(Effect.flatMap(owner, (accountId) => webhooks.remove(accountId, params.id))))
     .handle("rotateSecret", ({ params }) =>
-      Effect.flatMap(owner, (accountId) => webhooks.rotateSecret(accountId, params.id)).pipe(
+      withProblems(Effect.flatMap(owner, (accountId) => webhooks.rotateSecret(accountId, params.id))).pipe(
         Effect.map((rotated) => ({ webhook: rotated.webhook, secret: Redacted.value(rotated.secret), secretShownOnce: true as const }))
       ))
     .handle("deliveries", ({ params, query }) =>
-      Effect.flatMap(owner, (accountId) => webhooks.deliveries(accountId, params.id, query.limit ?? DefaultPageSize)).pipe(
+      withProblems(Effect.flatMap(owner, (accountId) => webhooks.deliveries(accountId, params.id, query.limit ?? DefaultPageSize))).pipe(
         Effect.map((items) => ({ items }))
       ))
     .handle("allDeliveries", ({ query }) =>
       Effect.flatMap(owner, (accountId) => webhooks.deliveries(accountId, null, query.limit ?? DefaultPageSize)).pipe(
         // Without an endpoint id there is nothing to be missing.
-        Effect.catchTag("NotFound", Effect.die),
+        Effect.catchTag("WebhookNotFound", Effect.die),
         Effect.map((items) => ({ items }))
       ))
     .handle("test", ({ params }) =>
-      Effect.flatMap(owner, (accountId) => webhooks.queueTest(accountId, params.id)).pipe(Effect.map((delivery) => ({ delivery }))))
+      withProblems(Effect.flatMap(owner, (accountId) => webhooks.queueTest(accountId, params.id))).pipe(Effect.map((delivery) => ({ delivery }))))
     .handle("redeliver", ({ params }) =>
-      Effect.flatMap(owner, (accountId) => webhooks.redeliver(accountId, params.id)).pipe(Effect.map((delivery) => ({ delivery }))))
+      withProblems(Effect.flatMap(owner, (accountId) => webhooks.redeliver(accountId, params.id))).pipe(Effect.map((delivery) => ({ delivery }))))
 }))

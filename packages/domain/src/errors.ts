@@ -1,0 +1,35 @@
+/**
+ * Every domain error, by feature. Services fail with these; they name the rule that refused
+ * a request and carry its data, and say nothing of HTTP: the server maps each one to its
+ * Problem answer in one place (packages/server/src/platform/ProblemMapping.ts).
+ */
+import type { AccountError } from "./accounts/errors.ts"
+import type { AliasError } from "./aliases/errors.ts"
+import type { MailDomainError } from "./domains/errors.ts"
+import type { MessageError } from "./messages/errors.ts"
+import type { PlanError } from "./plans/errors.ts"
+import type { SearchQueryError } from "./search/query.ts"
+import type { TagError } from "./tags/errors.ts"
+import type { TokenError } from "./tokens/errors.ts"
+import type { WebhookError } from "./webhooks/errors.ts"
+
+export * from "./accounts/errors.ts"
+export * from "./aliases/errors.ts"
+export * from "./domains/errors.ts"
+export * from "./messages/errors.ts"
+export * from "./plans/errors.ts"
+export * from "./tags/errors.ts"
+export * from "./tokens/errors.ts"
+export * from "./webhooks/errors.ts"
+export { InvalidSearchDate, type SearchQueryError, SearchQueryTooLong, SearchQueryTooManyTerms } from "./search/query.ts"
+
+export type DomainError =
+  | AccountError
+  | AliasError
+  | MailDomainError
+  | MessageError
+  | PlanError
+  | SearchQueryError
+  | TagError
+  | TokenError
+  | WebhookError
