@@ -77,8 +77,8 @@ interface Service {
 
 /** Starts `burnbox start` and waits until GET /me answers 401. */
 const start = async (cwd: string, env: Record<string, string>): Promise<Service> => {
-  const httpPort = await freePort()
-  const smtpPort = await freePort()
+  const httpPort = await listenerPort()
+  const smtpPort = await listenerPort()
   const child = spawn(process.execPath, [join(cwd, "packages/cli/bin/burnbox.mjs"), "start"], {
     cwd,
     env: baseEnv({ BURNBOX_HTTP_PORT: String(httpPort), BURNBOX_SMTP_PORT: String(smtpPort), ...env }),
@@ -120,6 +120,22 @@ const signupAndLogin = async (api: string, email: string, signup: boolean) => {
 
 const mode = (path: string) => statSync(path).mode & 0o777
 
+/**
+ * A free port for the service's listeners, below Linux's ephemeral range (32768+), where the
+ * embedded PostgreSQL's own port (one the system hands out) can never land on it meanwhile.
+ */
+const listenerPort = async (): Promise<number> => {
+  for (;;) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000)
+    const free = await new Promise<boolean>((resolve) => {
+      const server = createServer()
+      server.once("error", () => resolve(false))
+      server.listen(port, "127.0.0.1", () => server.close(() => resolve(true)))
+    })
+    if (free) return port
+  }
+}
+
 describe("burnbox start in private directories", () => {
   const made: Array<string> = []
   afterAll(() => {
@@ -135,7 +151,7 @@ describe("burnbox start in private directories", () => {
       const first = await start(clone, {})
       await signupAndLogin(first.api, "first@example.com", true)
       // The data dir is locked by the running process: a second start names it.
-      const second = await burnbox(["start"], { BURNBOX_HTTP_PORT: String(await freePort()), BURNBOX_SMTP_PORT: String(await freePort()) }, clone)
+      const second = await burnbox(["start"], { BURNBOX_HTTP_PORT: String(await listenerPort()), BURNBOX_SMTP_PORT: String(await listenerPort()) }, clone)
       expectOneLine(second, new RegExp(`in use by process ${first.child.pid} \\(burnbox start; lock file ${dataDir}/burnbox\\.lock\\)`))
       await first.stop()
       expect(existsSync(join(dataDir, "burnbox.lock"))).toBe(false)
@@ -157,7 +173,7 @@ describe("burnbox start in private directories", () => {
 
       // A PostgreSQL that will not start: its log's last lines, after one line of ours.
       appendFileSync(join(pgdata, "postgresql.conf"), "\nshared_buffers = 'plenty'\n")
-      const broken = await burnbox(["start"], { BURNBOX_HTTP_PORT: String(await freePort()), BURNBOX_SMTP_PORT: String(await freePort()) }, clone)
+      const broken = await burnbox(["start"], { BURNBOX_HTTP_PORT: String(await listenerPort()), BURNBOX_SMTP_PORT: String(await listenerPort()) }, clone)
       expect(broken.code).toBe(1)
       const [headline, ...log] = broken.stderr.trimEnd().split("\n")
       expect(headline).toMatch(/^burnbox: PostgreSQL did not start \(exit code \d+\); the last lines of its log:$/)
@@ -202,7 +218,7 @@ describe("burnbox start in private directories", () => {
       await signupAndLogin(a.api, "moved@example.com", true)
       await a.stop()
       execFileSync("cp", ["-a", original, join(outer, "copy")])
-      const copy = await burnbox(["start"], { BURNBOX_DATA_DIR: join(outer, "copy"), BURNBOX_HTTP_PORT: String(await freePort()), BURNBOX_SMTP_PORT: String(await freePort()) })
+      const copy = await burnbox(["start"], { BURNBOX_DATA_DIR: join(outer, "copy"), BURNBOX_HTTP_PORT: String(await listenerPort()), BURNBOX_SMTP_PORT: String(await listenerPort()) })
       expectOneLine(copy, /is a copy of .*original: both name the database cluster/)
       rmSync(join(outer, "copy"), { recursive: true })
       execFileSync("mv", [original, join(outer, "moved")])
@@ -235,7 +251,7 @@ describe("first-run failures, each one line and a non-zero exit", () => {
   it("a port in use names the variable that sets it", async () => {
     const http = await burnbox(["start"], { BURNBOX_DATA_DIR: join(dir, "ports"), BURNBOX_HTTP_PORT: String(busyPort) })
     expectOneLine(http, new RegExp(`port ${busyPort} on 127\\.0\\.0\\.1 is in use; set BURNBOX_HTTP_PORT to a free port`))
-    const smtp = await burnbox(["start"], { BURNBOX_DATA_DIR: join(dir, "ports"), BURNBOX_HTTP_PORT: String(await freePort()), BURNBOX_SMTP_PORT: String(busyPort) })
+    const smtp = await burnbox(["start"], { BURNBOX_DATA_DIR: join(dir, "ports"), BURNBOX_HTTP_PORT: String(await listenerPort()), BURNBOX_SMTP_PORT: String(busyPort) })
     expectOneLine(smtp, /is in use; set BURNBOX_SMTP_PORT to a free port/)
     const ingest = await burnbox(["ingest"], { BURNBOX_DATA_DIR: join(dir, "ports"), BURNBOX_SMTP_PORT: String(busyPort) })
     expectOneLine(ingest, /set BURNBOX_SMTP_PORT/)
@@ -246,7 +262,7 @@ describe("first-run failures, each one line and a non-zero exit", () => {
   it("a data dir that cannot be created or written names BURNBOX_DATA_DIR", async () => {
     const file = join(dir, "a-file")
     writeFileSync(file, "not a directory")
-    const env = { BURNBOX_HTTP_PORT: String(await freePort()), BURNBOX_SMTP_PORT: String(await freePort()) }
+    const env = { BURNBOX_HTTP_PORT: String(await listenerPort()), BURNBOX_SMTP_PORT: String(await listenerPort()) }
     expectOneLine(await burnbox(["start"], { ...env, BURNBOX_DATA_DIR: join(file, "data") }), /cannot create or write the data directory .*a-file\/data \(ENOTDIR.*set BURNBOX_DATA_DIR/)
     // With the secret given, the data dir is still needed for the embedded database.
     expectOneLine(await burnbox(["start"], { ...env, BURNBOX_DATA_DIR: join(file, "data"), BURNBOX_SECRET: "s" }), /cannot create or write the data directory .*set BURNBOX_DATA_DIR/)
@@ -258,7 +274,7 @@ describe("first-run failures, each one line and a non-zero exit", () => {
   })
 
   it("a DATABASE_URL that cannot be reached, or refuses the password, or names no database", async () => {
-    const env = { BURNBOX_DATA_DIR: join(dir, "external"), BURNBOX_HTTP_PORT: String(await freePort()), BURNBOX_SMTP_PORT: String(await freePort()) }
+    const env = { BURNBOX_DATA_DIR: join(dir, "external"), BURNBOX_HTTP_PORT: String(await listenerPort()), BURNBOX_SMTP_PORT: String(await listenerPort()) }
     const closed = await freePort()
     expectOneLine(
       await burnbox(["start"], { ...env, DATABASE_URL: `postgres://someone:secret-password@127.0.0.1:${closed}/burnbox` }),
