@@ -15,8 +15,6 @@
  *    for three days is disabled, its queue abandoned and its owner notified (account_notices).
  * 4. Retention: after 30 days a delivery's payload and log are purged (redelivery answers 410).
  */
-import { readFileSync } from "node:fs"
-import { rootCertificates } from "node:tls"
 import {
   DeliveryRetentionMs,
   DeliveryTimeoutMs,
@@ -31,11 +29,10 @@ import {
 } from "@burnbox/domain"
 import { messageText } from "@burnbox/domain/mail/index"
 import { signatureHeader } from "@burnbox/domain/webhooks/index"
-import { BurnboxConfig, checkTarget, decryptEndpointSecret, now, OutboxChannel, ServiceKeys, type TargetCheck } from "@burnbox/store"
-import { Effect, Layer, Option, Queue, Redacted } from "effect"
+import { BurnboxConfig, ConnectionsPerTarget, decryptEndpointSecret, now, OutboundHttp, OutboxChannel, ServiceKeys, type TargetCheck } from "@burnbox/store"
+import { Effect, Layer, Queue, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import { PgClient } from "@effect/sql-pg"
-import { ConnectionsPerTarget, WebhookTransport } from "./WebhookTransport.ts"
 
 /** Deliveries claimed at a time, and attempted concurrently within a claim. */
 const BatchSize = 256
@@ -113,13 +110,7 @@ export const makeDelivery = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   const config = yield* BurnboxConfig
   const keys = yield* ServiceKeys
-  const ca = Option.isSome(config.webhookCaFile)
-    ? [...rootCertificates, readFileSync(config.webhookCaFile.value, "utf8")]
-    : undefined
-  const transport = yield* Effect.acquireRelease(
-    Effect.sync(() => new WebhookTransport(ca)),
-    (pools) => Effect.promise(() => pools.close())
-  )
+  const http = yield* OutboundHttp
 
   // -- dispatch -------------------------------------------------------------------------------
 
@@ -294,7 +285,7 @@ export const makeDelivery = Effect.gen(function*() {
     Effect.gen(function*() {
       if (job.payload === null) return { ok: false, retryable: false, status: null, errorCode: "payload_expired", snippet: null, latencyMs: 0 } as const
       const payload = job.payload
-      const target = targets.get(job.url) ?? (yield* checkTarget(job.url, config.webhookAllowPrivate))
+      const target = targets.get(job.url) ?? (yield* http.check(job.url))
       if (!target.ok) {
         // A URL that breaks the rules is final; a name that resolves badly now may not later.
         const retryable = target.reason === "private_address" || target.reason === "unresolvable"
@@ -309,15 +300,13 @@ export const makeDelivery = Effect.gen(function*() {
         timestamp,
         body: payload
       })
-      const result = yield* Effect.promise(() =>
-        transport.post(target, payload, {
-          "content-type": "application/json",
-          "user-agent": "burnbox-webhooks/2026-08-31",
-          "webhook-id": job.event_id,
-          "webhook-timestamp": String(timestamp),
-          "webhook-signature": signature
-        }, { spkiPin: job.spki_pin, timeoutMs: DeliveryTimeoutMs })
-      )
+      const result = yield* http.post(target, payload, {
+        "content-type": "application/json",
+        "user-agent": "burnbox-webhooks/2026-08-31",
+        "webhook-id": job.event_id,
+        "webhook-timestamp": String(timestamp),
+        "webhook-signature": signature
+      }, { spkiPin: job.spki_pin, timeoutMs: DeliveryTimeoutMs })
       if (result.kind === "error") {
         return { ok: false, retryable: true, status: null, errorCode: result.errorCode, snippet: null, latencyMs: result.latencyMs } as const
       }
@@ -453,7 +442,7 @@ export const makeDelivery = Effect.gen(function*() {
       // Each URL of the batch is checked (rules, DNS, every address) once, just before its attempts.
       const urls = [...new Set(active.flatMap((job) => (job.payload === null ? [] : [job.url])))]
       const targets = new Map(yield* Effect.forEach(urls, (url) =>
-        Effect.map(checkTarget(url, config.webhookAllowPrivate), (check) => [url, check] as const), { concurrency: 16 }))
+        Effect.map(http.check(url), (check) => [url, check] as const), { concurrency: 16 }))
       const done: Array<{ job: DeliveryJob; outcome: Outcome }> = []
       yield* Effect.forEach(active, (job) =>
         attempt(job, signing, targets).pipe(
@@ -525,4 +514,4 @@ export const DeliveryLive = Layer.effectDiscard(Effect.gen(function*() {
     Effect.forever,
     Effect.forkScoped
   )
-})).pipe(Layer.provide(ServiceKeys.layer))
+})).pipe(Layer.provide(Layer.mergeAll(ServiceKeys.layer, OutboundHttp.layer)))
