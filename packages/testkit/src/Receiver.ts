@@ -11,7 +11,7 @@ import type { IncomingHttpHeaders } from "node:http"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { PgClient } from "@effect/sql-pg"
-import { BurnboxConfig, type BurnboxSettings, type HostResolver, OutboundHttp, ServiceKeys, TargetResolver } from "@burnbox/store"
+import { BurnboxConfig, type BurnboxSettings, type HostResolver, OutboundHttp, Signer, TargetResolver } from "@burnbox/store"
 import { makeDelivery } from "@burnbox/worker"
 import { Clock, Context, Effect, Exit, Layer, Option, Redacted, Scope } from "effect"
 import { Webhook as StandardWebhook } from "standardwebhooks"
@@ -156,7 +156,7 @@ export const startDeliveryWorker = async (
   options: { readonly resolver?: HostResolver } = {}
 ): Promise<DeliveryWorker> => {
   const config = BurnboxConfig.make({ secret: Redacted.make(TestSecret), siteUrl: "http://127.0.0.1", webhookAllowPrivate: true, ...settings })
-  const layer = Layer.mergeAll(ServiceKeys.layer, OutboundHttp.layer).pipe(
+  const layer = Layer.mergeAll(Signer.layer, OutboundHttp.layer).pipe(
     Layer.provideMerge(PgClient.layer({ url: Redacted.make(h.databaseUrl), maxConnections: 4 })),
     Layer.provideMerge(Layer.succeed(BurnboxConfig, config)),
     Layer.provideMerge(Layer.succeed(Clock.Clock, h.clock)),

@@ -28,9 +28,8 @@ import {
   type WebhookSubscription
 } from "@burnbox/domain"
 import { messageText } from "@burnbox/domain/mail/index"
-import { signatureHeader } from "@burnbox/domain/webhooks/index"
-import { BurnboxConfig, ConnectionsPerTarget, decryptEndpointSecret, now, OutboundHttp, OutboxChannel, ServiceKeys, type TargetCheck } from "@burnbox/store"
-import { Effect, Layer, Queue, Redacted } from "effect"
+import { type BatchSigner, ConnectionsPerTarget, now, OutboundHttp, OutboxChannel, Signer, type TargetCheck } from "@burnbox/store"
+import { Effect, Layer, Queue } from "effect"
 import { SqlClient } from "effect/sql"
 import { PgClient } from "@effect/sql-pg"
 
@@ -99,17 +98,10 @@ type Outcome =
     readonly latencyMs: number
   }
 
-/** What signs the deliveries of one claimed batch: keys read once, endpoint secrets decrypted once per endpoint. */
-interface Signing {
-  readonly ed25519Keys: ReadonlyArray<Uint8Array>
-  readonly secretsOf: (job: DeliveryJob, at: Date) => ReadonlyArray<string>
-}
-
 /** The engine: dispatch, delivery and purge, each a pass over what is due at the clock's time. */
 export const makeDelivery = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
-  const config = yield* BurnboxConfig
-  const keys = yield* ServiceKeys
+  const signer = yield* Signer
   const http = yield* OutboundHttp
 
   // -- dispatch -------------------------------------------------------------------------------
@@ -261,27 +253,7 @@ export const makeDelivery = Effect.gen(function*() {
       ORDER BY c.next_attempt_at, c.id`.pipe(Effect.orDie)
   })
 
-  const signingFor = Effect.gen(function*() {
-    const signing = yield* keys.signingKeys
-    const secrets = new Map<string, string>()
-    const decrypt = (encrypted: string) => {
-      let secret = secrets.get(encrypted)
-      if (secret === undefined) secrets.set(encrypted, secret = Redacted.value(decryptEndpointSecret(encrypted, config.secret)))
-      return secret
-    }
-    return {
-      ed25519Keys: signing.map((k) => k.privateKey),
-      secretsOf: (job: DeliveryJob, at: Date) => {
-        const live = [decrypt(job.secret_encrypted)]
-        if (job.previous_secret_encrypted !== null && job.previous_secret_expires_at !== null && job.previous_secret_expires_at > at) {
-          live.push(decrypt(job.previous_secret_encrypted))
-        }
-        return live
-      }
-    } satisfies Signing
-  })
-
-  const attempt = (job: DeliveryJob, signing: Signing, targets: ReadonlyMap<string, TargetCheck>): Effect.Effect<Outcome> =>
+  const attempt = (job: DeliveryJob, signing: BatchSigner, targets: ReadonlyMap<string, TargetCheck>): Effect.Effect<Outcome> =>
     Effect.gen(function*() {
       if (job.payload === null) return { ok: false, retryable: false, status: null, errorCode: "payload_expired", snippet: null, latencyMs: 0 } as const
       const payload = job.payload
@@ -293,13 +265,11 @@ export const makeDelivery = Effect.gen(function*() {
       }
       const at = yield* now
       const timestamp = Math.floor(at.getTime() / 1000)
-      const signature = signatureHeader({
-        secrets: signing.secretsOf(job, at),
-        ed25519Keys: signing.ed25519Keys,
-        id: job.event_id,
-        timestamp,
-        body: payload
-      })
+      const signature = yield* signing.sign(
+        { current: job.secret_encrypted, previous: job.previous_secret_encrypted, previousExpiresAt: job.previous_secret_expires_at },
+        { id: job.event_id, timestamp, body: payload },
+        at
+      )
       const result = yield* http.post(target, payload, {
         "content-type": "application/json",
         "user-agent": "burnbox-webhooks/2026-08-31",
@@ -438,7 +408,7 @@ export const makeDelivery = Effect.gen(function*() {
       }
       const active = jobs.filter((job) => job.webhook_status === "active" && !job.deleted)
       if (active.length === 0) return
-      const signing = yield* signingFor
+      const signing = yield* signer.forBatch
       // Each URL of the batch is checked (rules, DNS, every address) once, just before its attempts.
       const urls = [...new Set(active.flatMap((job) => (job.payload === null ? [] : [job.url])))]
       const targets = new Map(yield* Effect.forEach(urls, (url) =>
@@ -514,4 +484,4 @@ export const DeliveryLive = Layer.effectDiscard(Effect.gen(function*() {
     Effect.forever,
     Effect.forkScoped
   )
-})).pipe(Layer.provide(Layer.mergeAll(ServiceKeys.layer, OutboundHttp.layer)))
+})).pipe(Layer.provide(Layer.mergeAll(Signer.layer, OutboundHttp.layer)))
