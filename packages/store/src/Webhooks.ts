@@ -1,7 +1,7 @@
 /**
  * Webhook endpoints, their delivery log, tests and redelivery (spec 2.21, 3.3, 4.9, 6.5).
- * Delivery itself is the worker's (packages/worker/src/Delivery.ts); this repository writes
- * the rows it works from.
+ * Delivery itself is the worker's engine (packages/worker/src/Delivery.ts) over the queue of
+ * webhooks/Deliveries.ts; this repository writes the rows they work from.
  */
 import {
   Conflict,
