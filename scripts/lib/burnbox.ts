@@ -14,6 +14,7 @@ import { createRequire } from "node:module"
 import { connect } from "node:net"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
+import { clusterLocation, removeCluster } from "@burnbox/store"
 import { exited, freePorts, pidAlive, processTree, sleep, waitForExit } from "./common.ts"
 
 /**
@@ -256,6 +257,8 @@ export class Burnbox {
       await Promise.all(service.clients.splice(0).map((c) => c.end().catch(() => undefined)))
       await service.stop()
       await new Promise<void>((ok) => service.logStream === undefined || service.logStream.writableEnded ? ok() : service.logStream.end(() => ok()))
+      // As root the cluster lives outside the data dir (/var/lib/burnbox/clusters): it goes with it.
+      if (options.keepDataDir !== true) removeCluster(dataDir)
     })
     return service
   }
@@ -386,10 +389,15 @@ export class Burnbox {
     if (this.unexpectedExit !== undefined) throw new Error(this.unexpectedExit)
   }
 
+  /** The embedded cluster's pid file: in the data dir, or as root under /var/lib/burnbox/clusters (see EmbeddedPostgres.ts). */
+  private postmasterPidFile(): string {
+    return join(clusterLocation(this.dataDir, { create: false }).pgdata, "postmaster.pid")
+  }
+
   /** The embedded PostgreSQL postmaster's pid, from its pid file, if it is still running. */
   postmasterPid(): number | undefined {
     try {
-      const pid = Number(readFileSync(join(this.dataDir, "postgres", "postmaster.pid"), "utf8").split("\n")[0])
+      const pid = Number(readFileSync(this.postmasterPidFile(), "utf8").split("\n")[0])
       if (!Number.isInteger(pid) || pid <= 0) return undefined
       return pidAlive(pid) ? pid : undefined
     } catch {
@@ -399,7 +407,7 @@ export class Burnbox {
 
   /** A connected client of the embedded PostgreSQL (database and user burnbox); ended at cleanup. */
   async db(): Promise<PgClient> {
-    const lines = readFileSync(join(this.dataDir, "postgres", "postmaster.pid"), "utf8").split("\n")
+    const lines = readFileSync(this.postmasterPidFile(), "utf8").split("\n")
     const port = Number(lines[3])
     const password = readFileSync(join(this.dataDir, "postgres.password"), "utf8").trim()
     const client = new (pg().Client)({ host: "127.0.0.1", port, user: "burnbox", password, database: "burnbox" })

@@ -1,9 +1,8 @@
 /**
  * Webhook endpoints, their delivery log, tests and redelivery (spec 2.21, 3.3, 4.9, 6.5).
- * Delivery itself is the worker's (packages/worker/src/Delivery.ts); this repository writes
- * the rows it works from.
+ * Delivery itself is the worker's engine (packages/worker/src/Delivery.ts) over the queue of
+ * webhooks/Deliveries.ts; this repository writes the rows they work from.
  */
-import { lookup } from "node:dns/promises"
 import {
   type ActiveEndpointRequest,
   DeliveryInProgress,
@@ -27,45 +26,12 @@ import {
   type WebhookStatus,
   type WebhookSubscription
 } from "@burnbox/domain"
-import { checkResolvedAddresses, checkWebhookUrl } from "@burnbox/domain/net/index"
 import { decodeEndpointSecret, decryptPrivateKey, encryptPrivateKey, generateEndpointSecret } from "@burnbox/domain/webhooks/index"
 import { Context, Effect, Layer, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import { BurnboxConfig } from "./Config.ts"
+import { checkTarget } from "./platform/OutboundHttp.ts"
 import { now } from "./Time.ts"
-
-// ---------------------------------------------------------------------------------------------
-// Where a webhook URL leads
-
-/** Resolves a host name to its addresses (all families). */
-export type HostResolver = (host: string) => Effect.Effect<ReadonlyArray<string>>
-
-/** The resolver webhook checks and deliveries use; tests replace it, the default asks the system. */
-export const TargetResolver = Context.Reference<HostResolver>("burnbox/TargetResolver", {
-  defaultValue: () => (host: string) =>
-    Effect.promise(() =>
-      lookup(host, { all: true, verbatim: true }).then((answers) => answers.map((a) => a.address), () => [] as Array<string>)
-    )
-})
-
-export type TargetCheck =
-  | { readonly ok: true; readonly url: URL; readonly host: string; readonly address: string }
-  | { readonly ok: false; readonly reason: string }
-
-/**
- * The URL rules, then DNS: every address the name resolves to must be allowed. The caller
- * connects to `address`, the one that was checked, never resolving again (no rebinding).
- */
-export const checkTarget = (raw: string, allowPrivate: boolean) =>
-  Effect.gen(function*() {
-    const checked = checkWebhookUrl(raw, { allowPrivate })
-    if (!checked.ok) return { ok: false, reason: checked.reason } as TargetCheck
-    const resolve = yield* TargetResolver
-    const addresses = checked.literalIp !== null ? [checked.literalIp] : yield* resolve(checked.host)
-    const resolved = checkResolvedAddresses(addresses, { allowPrivate })
-    if (!resolved.ok) return { ok: false, reason: resolved.reason } as TargetCheck
-    return { ok: true, url: checked.url, host: checked.host, address: addresses[0]! } as TargetCheck
-  })
 
 // ---------------------------------------------------------------------------------------------
 // Endpoint secrets at rest

@@ -11,8 +11,8 @@ import type { IncomingHttpHeaders } from "node:http"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { PgClient } from "@effect/sql-pg"
-import { BurnboxConfig, type BurnboxSettings, type HostResolver, ServiceKeys, TargetResolver } from "@burnbox/store"
-import { makeDelivery } from "@burnbox/worker"
+import { BurnboxConfig, type BurnboxSettings, type HostResolver, TargetResolver } from "@burnbox/store"
+import { DeliveryServices, makeDelivery } from "@burnbox/worker"
 import { Clock, Context, Effect, Exit, Layer, Option, Redacted, Scope } from "effect"
 import { Webhook as StandardWebhook } from "standardwebhooks"
 import { type Harness, TestSecret } from "./Harness.ts"
@@ -156,7 +156,7 @@ export const startDeliveryWorker = async (
   options: { readonly resolver?: HostResolver } = {}
 ): Promise<DeliveryWorker> => {
   const config = BurnboxConfig.make({ secret: Redacted.make(TestSecret), siteUrl: "http://127.0.0.1", webhookAllowPrivate: true, ...settings })
-  const layer = ServiceKeys.layer.pipe(
+  const layer = DeliveryServices.pipe(
     Layer.provideMerge(PgClient.layer({ url: Redacted.make(h.databaseUrl), maxConnections: 4 })),
     Layer.provideMerge(Layer.succeed(BurnboxConfig, config)),
     Layer.provideMerge(Layer.succeed(Clock.Clock, h.clock)),

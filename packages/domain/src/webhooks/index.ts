@@ -1,2 +1,3 @@
 export * from "./signature.ts"
 export * from "./errors.ts"
+export * from "./dispatch.ts"

@@ -1,29 +1,92 @@
 /**
- * The HTTPS POST of a webhook delivery (spec 6.5.1), over kept-alive connections.
+ * The one way out (architecture.md "Services"): every request burnbox makes to a URL a user
+ * gave (webhooks now, browser push later) is checked and sent here.
  *
- * A connection belongs to one pool per checked target: the address that passed the SSRF policy,
- * the port, the host name (SNI and certificate) and the SPKI pin. A request therefore only ever
- * travels over a connection to the address its own attempt checked, and every connection was
- * opened with a full handshake whose certificate passed the host name check and the pin (TLS
- * session resumption is off, since Node skips `checkServerIdentity` on a resumed session).
- * Redirects are never followed (undici's `request` does not), and HTTP/2 is not offered.
+ * The check: the URL's rules, then DNS once; every address the name resolves to must be allowed
+ * (`BURNBOX_WEBHOOK_ALLOW_PRIVATE` lifts the private-address rule). The request then connects to
+ * the checked address, never resolving again (no DNS rebinding).
+ *
+ * The POST goes over kept-alive connections. A connection belongs to one pool per checked
+ * target: the address that passed the SSRF policy, the port, the host name (SNI and
+ * certificate) and the SPKI pin. A request therefore only ever travels over a connection to the
+ * address its own attempt checked, and every connection was opened with a full handshake whose
+ * certificate passed the host name check and the pin (TLS session resumption is off, since Node
+ * skips `checkServerIdentity` on a resumed session). Redirects are never followed (undici's
+ * `request` does not), and HTTP/2 is not offered. The CAs trusted are Node's, plus
+ * `BURNBOX_WEBHOOK_CA_FILE` when set.
  *
  * Why pools: a fresh TLS connection per delivery cost ~50 ms of CPU here (most of it building a
  * secure context from the trusted CAs for every connection) and capped delivery at ~20/s.
- * The secure context is now built once per engine and connections are reused.
+ * The secure context is now built once per layer and connections are reused; the pools close
+ * with the layer's scope.
  */
 import { createHash, X509Certificate } from "node:crypto"
+import { lookup } from "node:dns/promises"
+import { readFileSync } from "node:fs"
 import { isIP } from "node:net"
-import { checkServerIdentity, createSecureContext, type PeerCertificate, type SecureContext } from "node:tls"
+import { checkServerIdentity, createSecureContext, type PeerCertificate, rootCertificates, type SecureContext } from "node:tls"
+import { checkResolvedAddresses, checkWebhookUrl } from "@burnbox/domain/net/index"
+import { Context, Effect, Layer, Option } from "effect"
 import { Pool } from "undici"
-import { pgText } from "@burnbox/store"
+import { BurnboxConfig } from "../Config.ts"
+import { pgText } from "../PgText.ts"
 
+// ---------------------------------------------------------------------------------------------
+// Where a URL leads
+
+/** Resolves a host name to its addresses (all families). */
+export type HostResolver = (host: string) => Effect.Effect<ReadonlyArray<string>>
+
+/** The resolver webhook checks and deliveries use; tests replace it, the default asks the system. */
+export const TargetResolver = Context.Reference<HostResolver>("burnbox/TargetResolver", {
+  defaultValue: () => (host: string) =>
+    Effect.promise(() =>
+      lookup(host, { all: true, verbatim: true }).then((answers) => answers.map((a) => a.address), () => [] as Array<string>)
+    )
+})
+
+/** Where a request may go: the checked address (and the name for SNI and certificates), or why not. */
+export type TargetCheck =
+  | { readonly ok: true; readonly url: URL; readonly host: string; readonly address: string }
+  | { readonly ok: false; readonly reason: string }
+
+const checkTargetWith = (resolve: HostResolver, raw: string, allowPrivate: boolean) =>
+  Effect.gen(function*() {
+    const checked = checkWebhookUrl(raw, { allowPrivate })
+    if (!checked.ok) return { ok: false, reason: checked.reason } as TargetCheck
+    const addresses = checked.literalIp !== null ? [checked.literalIp] : yield* resolve(checked.host)
+    const resolved = checkResolvedAddresses(addresses, { allowPrivate })
+    if (!resolved.ok) return { ok: false, reason: resolved.reason } as TargetCheck
+    return { ok: true, url: checked.url, host: checked.host, address: addresses[0]! } as TargetCheck
+  })
+
+/**
+ * The URL rules, then DNS: every address the name resolves to must be allowed. The caller
+ * connects to `address`, the one that was checked, never resolving again (no rebinding).
+ */
+export const checkTarget = (raw: string, allowPrivate: boolean) =>
+  Effect.gen(function*() {
+    const resolve = yield* TargetResolver
+    return yield* checkTargetWith(resolve, raw, allowPrivate)
+  })
+
+// ---------------------------------------------------------------------------------------------
+// The POST
+
+/** A target that passed the check. */
 export interface PostTarget {
   readonly url: URL
   /** Host name for SNI and certificate checks (or the IP literal). */
   readonly host: string
   /** The address that passed the policy: the only one connected to. */
   readonly address: string
+}
+
+export interface PostOptions {
+  /** `sha256/<base64>` the receiver's public key must match, or null. */
+  readonly spkiPin: string | null
+  /** For the whole request: connecting, the handshake, the status and the snippet. */
+  readonly timeoutMs: number
 }
 
 export type PostResult =
@@ -81,7 +144,8 @@ interface PoolEntry {
   lastUsed: number
 }
 
-export class WebhookTransport {
+/** The kept-alive connections, one pool per checked target. */
+class TargetPools {
   private readonly pools = new Map<string, PoolEntry>()
   private readonly secureContext: SecureContext
   private lastSweep = 0
@@ -142,12 +206,7 @@ export class WebhookTransport {
   }
 
   /** One POST; never rejects. `latencyMs` runs from the start until the response snippet is read. */
-  async post(
-    target: PostTarget,
-    body: Uint8Array,
-    headers: Record<string, string>,
-    options: { readonly spkiPin: string | null; readonly timeoutMs: number }
-  ): Promise<PostResult> {
+  async post(target: PostTarget, body: Uint8Array, headers: Record<string, string>, options: PostOptions): Promise<PostResult> {
     const started = performance.now()
     const elapsed = () => Math.max(0, Math.round(performance.now() - started))
     const controller = new AbortController()
@@ -192,4 +251,37 @@ export class WebhookTransport {
     this.pools.clear()
     await Promise.all(pools.map((entry) => entry.pool.destroy().catch(() => undefined)))
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The service
+
+export class OutboundHttp extends Context.Service<OutboundHttp, {
+  /** Where a request to `url` may go, under the SSRF policy and the configured private-address rule. */
+  readonly check: (url: string) => Effect.Effect<TargetCheck>
+  /** One HTTPS POST to a checked target; never fails (a failure is a result of kind `error`). No redirect is followed. */
+  readonly post: (target: PostTarget, body: Uint8Array, headers: Record<string, string>, options: PostOptions) => Effect.Effect<PostResult>
+}>()("burnbox/OutboundHttp") {
+  /** Scoped: its connections close when the scope that built it closes. */
+  static readonly layer = Layer.effect(OutboundHttp, Effect.gen(function*() {
+    const config = yield* BurnboxConfig
+    const resolve = yield* TargetResolver
+    const ca = Option.isSome(config.webhookCaFile)
+      ? [...rootCertificates, readFileSync(config.webhookCaFile.value, "utf8")]
+      : undefined
+    const pools = yield* Effect.acquireRelease(
+      Effect.sync(() => new TargetPools(ca)),
+      (opened) => Effect.promise(() => opened.close())
+    )
+
+    const check = Effect.fn("OutboundHttp.check")(function*(url: string) {
+      return yield* checkTargetWith(resolve, url, config.webhookAllowPrivate)
+    })
+
+    const post = Effect.fn("OutboundHttp.post")(function*(target: PostTarget, body: Uint8Array, headers: Record<string, string>, options: PostOptions) {
+      return yield* Effect.promise(() => pools.post(target, body, headers, options))
+    })
+
+    return OutboundHttp.of({ check, post })
+  }))
 }

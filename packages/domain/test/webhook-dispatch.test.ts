@@ -1,0 +1,127 @@
+import { describe, expect, it } from "@effect/vitest"
+import {
+  deliveriesFor,
+  type DispatchEndpoint,
+  dispatchable,
+  eventAccounts,
+  messagesToTag,
+  messagesToText,
+  type OutboxEvent,
+  selectEndpoints
+} from "../src/webhooks/index.ts"
+
+const t0 = new Date("2026-09-01T10:00:00.000Z")
+const later = new Date("2026-09-01T10:00:01.000Z")
+
+const event = (overrides: Partial<OutboxEvent> & Pick<OutboxEvent, "id">): OutboxEvent => ({
+  accountId: 1,
+  aliasId: 7,
+  type: "message.received",
+  time: later,
+  data: { message_id: 100, alias: { id: 7, address: "a@burnbox.test", label: "Signup" } },
+  ...overrides
+})
+
+const endpoint = (overrides: Partial<DispatchEndpoint> & Pick<DispatchEndpoint, "id">): DispatchEndpoint => ({
+  accountId: 1,
+  subscription: { mode: "all" },
+  includeTextBody: false,
+  includeMessageRestored: false,
+  createdAt: t0,
+  ...overrides
+})
+
+const decode = (payload: Uint8Array) => JSON.parse(new TextDecoder().decode(payload))
+
+describe("dispatch", () => {
+  it("takes events in outbox order (time, then id) and leaves webhook.test events out", () => {
+    const events = dispatchable([
+      event({ id: "evt_B", time: later }),
+      event({ id: "evt_T", type: "webhook.test", time: t0 }),
+      event({ id: "evt_C", time: t0 }),
+      event({ id: "evt_A", time: later, accountId: 2 })
+    ])
+    expect(events.map((e) => e.id)).toEqual(["evt_C", "evt_A", "evt_B"])
+    expect(eventAccounts(events)).toEqual([1, 2])
+  })
+
+  it("reads tags only when an endpoint of an event's account selects by tag", () => {
+    const events = [event({ id: "evt_1" }), event({ id: "evt_2", accountId: 2, data: { message_id: 200 } })]
+    expect(messagesToTag(events, [endpoint({ id: 1 })])).toEqual([])
+    expect(messagesToTag(events, [endpoint({ id: 1, subscription: { mode: "tag", tag_id: 5 } })])).toEqual([100])
+    // Accounts without endpoints contribute nothing.
+    expect(messagesToTag(events, [endpoint({ id: 1, accountId: 3, subscription: { mode: "tag", tag_id: 5 } })])).toEqual([])
+  })
+
+  it("selects per subscription, with the reader's tags, and never an endpoint newer than the event", () => {
+    const events = [event({ id: "evt_1" }), event({ id: "evt_2", type: "alias.claimed", data: { alias: { label: "signup" } } })]
+    const endpoints = [
+      endpoint({ id: 1 }),
+      endpoint({ id: 2, subscription: { mode: "tag", tag_id: 5 } }),
+      endpoint({ id: 3, subscription: { mode: "label", label: "SIGNUP" } }),
+      endpoint({ id: 4, createdAt: new Date(later.getTime() + 1) }),
+      endpoint({ id: 5, accountId: 2 })
+    ]
+    const selections = selectEndpoints(events, endpoints, [
+      { messageId: 100, accountId: 1, tagId: 5 },
+      // Another reader's tag on the same message does not count.
+      { messageId: 100, accountId: 9, tagId: 6 }
+    ])
+    expect(selections.map((s) => [s.event.id, s.messageId, s.endpoints.map((e) => e.id)])).toEqual([
+      ["evt_1", 100, [1, 2, 3]],
+      ["evt_2", null, [1, 3]]
+    ])
+    const untagged = selectEndpoints(events, endpoints, [{ messageId: 100, accountId: 9, tagId: 5 }])
+    expect(untagged[0]!.endpoints.map((e) => e.id)).toEqual([1, 3])
+  })
+
+  it("builds one payload per selected endpoint, with the text body only for endpoints that asked", () => {
+    const events = [event({ id: "evt_1" }), event({ id: "evt_2", type: "message.otp_extracted", data: { message_id: 100 } })]
+    const endpoints = [endpoint({ id: 1 }), endpoint({ id: 2, includeTextBody: true }), endpoint({ id: 3, includeTextBody: true })]
+    const selections = selectEndpoints(events, endpoints, [])
+    // Only message.received carries a text body.
+    expect(messagesToText(selections)).toEqual([100])
+    const deliveries = deliveriesFor(selections, [{ id: 100, textBody: "Your code\r\nis 123456\u0007", htmlOriginal: null }])
+    expect(deliveries.map((d) => [d.webhookId, d.eventId, d.eventType])).toEqual([
+      [1, "evt_1", "message.received"],
+      [2, "evt_1", "message.received"],
+      [3, "evt_1", "message.received"],
+      [1, "evt_2", "message.otp_extracted"],
+      [2, "evt_2", "message.otp_extracted"],
+      [3, "evt_2", "message.otp_extracted"]
+    ])
+    expect(deliveries.every((d) => d.accountId === 1 && d.time === later)).toBe(true)
+    const [plain, withText, sameText] = deliveries
+    expect(decode(plain!.payload)).toEqual({
+      id: "evt_1",
+      type: "message.received",
+      time: later.toISOString(),
+      api_version: "2026-08-31",
+      shared_mailbox: false,
+      owner_handle: null,
+      data: { message_id: 100, alias: { id: 7, address: "a@burnbox.test", label: "Signup" } }
+    })
+    expect(decode(withText!.payload).data.text_body).toBe("Your code\nis 123456")
+    // Serialized once per event: the endpoints that asked share the same bytes.
+    expect(sameText!.payload).toBe(withText!.payload)
+    expect(decode(deliveries[4]!.payload).data).toEqual({ message_id: 100 })
+  })
+
+  it("falls back to the HTML's text, and to an empty text when the message is gone", () => {
+    const selections = selectEndpoints(
+      [event({ id: "evt_1" }), event({ id: "evt_2", data: { message_id: 101 } })],
+      [endpoint({ id: 1, includeTextBody: true })],
+      []
+    )
+    expect(messagesToText(selections)).toEqual([100, 101])
+    const deliveries = deliveriesFor(selections, [{ id: 100, textBody: "  ", htmlOriginal: "<p>Hello <b>there</b></p>" }])
+    expect(decode(deliveries[0]!.payload).data.text_body).toBe("Hello there")
+    expect(decode(deliveries[1]!.payload).data.text_body).toBe("")
+  })
+
+  it("writes nothing for an event no endpoint selects", () => {
+    const selections = selectEndpoints([event({ id: "evt_1", type: "message.restored" })], [endpoint({ id: 1 })], [])
+    expect(selections.map((s) => s.endpoints.length)).toEqual([0])
+    expect(deliveriesFor(selections, [])).toEqual([])
+  })
+})
