@@ -27,6 +27,7 @@ import { createWriteStream, mkdtempSync, readFileSync, rmSync, type WriteStream 
 import { createRequire } from "node:module"
 import { availableParallelism, cpus, loadavg, tmpdir } from "node:os"
 import { join, resolve } from "node:path"
+import { clusterLocation, removeCluster } from "@burnbox/store"
 import {
   cpuShare,
   type CpuShare,
@@ -135,7 +136,7 @@ let cleanupPromise: Promise<void> | undefined
 const postmasterPid = (): number | undefined => {
   if (dataDir === undefined) return undefined
   try {
-    const pid = Number(readFileSync(join(dataDir, "postgres", "postmaster.pid"), "utf8").split("\n")[0])
+    const pid = Number(readFileSync(join(clusterLocation(dataDir, { create: false }).pgdata, "postmaster.pid"), "utf8").split("\n")[0])
     if (!Number.isInteger(pid) || pid <= 0) return undefined
     process.kill(pid, 0)
     return pid
@@ -171,6 +172,8 @@ const cleanup = (): Promise<void> =>
       }
     }
     if (dataDir !== undefined) {
+      // As root the cluster lives outside the data dir (/var/lib/burnbox/clusters): it goes with it.
+      removeCluster(dataDir)
       rmSync(dataDir, { recursive: true, force: true })
       log(`removed ${dataDir}`)
     }
