@@ -19,7 +19,7 @@
  *    fabricated), q with one common term, one rare term, and three terms; GET /api/v1/me as the
  *    floor of any authenticated request;
  * 5. prints EXPLAIN (ANALYZE, BUFFERS) of the SQL those requests run (the shape of
- *    packages/store/src/Messages.ts and MessageList.ts with concrete values; the service runs
+ *    packages/store/src/messages/Messages.ts and MessageList.ts with concrete values; the service runs
  *    the page query and the count query for `total` concurrently), the indexes used, the
  *    costliest plan nodes, and times each query alone;
  * 6. with BENCH_WHATIF=1 (default), tries candidate fixes on the benchmark's own temporary
@@ -68,7 +68,7 @@ const overallTimeoutMs = 20 * 60_000 + total * 1.5 + deepPages * 4_000 + request
 const out = (line = "") => process.stdout.write(line + "\n")
 
 // ---------------------------------------------------------------------------------------------
-// The SQL of GET /messages (packages/store/src/Messages.ts `list` and MessageList.ts
+// The SQL of GET /messages (packages/store/src/messages/Messages.ts `list` and MessageList.ts
 // `listConditions`), default filters (not trashed, not archived), newest first.
 
 const summaryColumns = `m.id, m.source, m.alias_id, m.sender_name, m.sender_address,

@@ -3,7 +3,7 @@
  * states written with a few large `INSERT ... SELECT generate_series` statements straight into
  * the embedded PostgreSQL (no SMTP, no pipeline), consistent with the schema of
  * packages/store/migrations and with what the pipeline writes (processing_status 'processed',
- * the search index's row built exactly as packages/worker/src/Pipeline.ts builds it).
+ * the search index's row built exactly as the store statement of packages/store/src/pipeline/MailQueue.ts builds it, with search/SearchIndex.ts).
  *
  * Text comes from a small seeded corpus, so full-text terms have realistic selectivity: ~50
  * sender services with a Zipf-like share (the most common ~10 % of mail, the rarest ~0.5 %),

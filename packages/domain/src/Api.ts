@@ -1,7 +1,7 @@
 import { Schema } from "effect"
 import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
-import { Access, Authentication, IdParams, requires, ValidationErrors } from "./Access.ts"
-import { Account, Credentials, DensityInput, LoginCredentials, MailboxDensity, StorageUsage } from "./Account.ts"
+import { Access, Authentication, IdParams, requires, ValidationErrors } from "./auth/Access.ts"
+import { Account, Credentials, DensityInput, LoginCredentials, MailboxDensity, StorageUsage } from "./accounts/Account.ts"
 import {
   Alias,
   AliasTimer,
@@ -13,11 +13,11 @@ import {
   ReserveCandidates,
   SetTimer,
   UpdateAlias
-} from "./Alias.ts"
-import { ApiToken, CreatedToken, CreateToken } from "./ApiToken.ts"
-import { Bootstrap } from "./Bootstrap.ts"
-import { IdFromPath } from "./Common.ts"
-import { MailDomain } from "./MailDomain.ts"
+} from "./aliases/Alias.ts"
+import { ApiToken, CreatedToken, CreateToken } from "./tokens/ApiToken.ts"
+import { Bootstrap } from "./accounts/Bootstrap.ts"
+import { IdFromPath } from "./platform/Common.ts"
+import { MailDomain } from "./domains/MailDomain.ts"
 import {
   AttachmentParams,
   AttachmentQuery,
@@ -36,12 +36,12 @@ import {
   RemoteImagePreferenceInput,
   TestMessageInput,
   UpdateMessageState
-} from "./Message.ts"
-import { Errors } from "./Problem.ts"
-import { PushSettings } from "./Push.ts"
-import { CreateTag, Tag, TagWithCount, UpdateTag } from "./Tag.ts"
-import { NoticesGroup } from "./NoticesApi.ts"
-import { WebhooksGroup } from "./WebhooksApi.ts"
+} from "./messages/Message.ts"
+import { Errors } from "./platform/Problem.ts"
+import { PushSettings } from "./push/Push.ts"
+import { CreateTag, Tag, TagWithCount, UpdateTag } from "./tags/Tag.ts"
+import { NoticesGroup } from "./notices/NoticesApi.ts"
+import { WebhooksGroup } from "./webhooks/WebhooksApi.ts"
 
 const E = Errors
 

@@ -3,7 +3,7 @@
  * and oldest first, across 250 messages while more arrive, for the list and a search; the
  * cursor's rules (signed, bound to its filters, not to the page size); sort=oldest; dateFrom and
  * dateTo as inclusive bounds; limit; excludeShared; and the two ways a one-word search finds its
- * page (store/src/Messages.ts `list`: a walk of the mailbox in list order, or every match read
+ * page (store/src/messages/Messages.ts `list`: a walk of the mailbox in list order, or every match read
  * and sorted), which must give the same pages. Expected pages are computed from what each
  * fixture sent; the harness clock stamps receivedAt, so mail sent without moving it ties.
  */

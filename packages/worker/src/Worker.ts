@@ -10,9 +10,9 @@
  * - `maintenance`, hourly: forget ended candidate reservations and expired rate windows.
  */
 import { Aliases, JobQueue, Mailstore, RateLimiter } from "@burnbox/store"
-import { DnsResolver } from "./MailAuth.ts"
-import { PipelineLive } from "./Pipeline.ts"
-import { DeliveryLive } from "./Delivery.ts"
+import { DnsResolver } from "./pipeline/MailAuth.ts"
+import { PipelineLive } from "./pipeline/Pipeline.ts"
+import { DeliveryLive } from "./webhooks/Delivery.ts"
 import { Effect, Layer } from "effect"
 
 export const Queues = { timers: "alias-timers", retention: "retention", maintenance: "maintenance" } as const

@@ -1,4 +1,4 @@
 export * from "./Worker.ts"
-export * from "./Pipeline.ts"
-export * from "./Delivery.ts"
-export * from "./MailAuth.ts"
+export * from "./pipeline/Pipeline.ts"
+export * from "./webhooks/Delivery.ts"
+export * from "./pipeline/MailAuth.ts"

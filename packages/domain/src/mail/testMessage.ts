@@ -4,9 +4,9 @@
  * UTF-8 survives transport rules), non-ASCII header words are RFC 2047 encoded.
  */
 import { createHash } from "node:crypto"
-import type { FieldReasons } from "../Problem.ts"
-import { parseMailbox } from "../Mailbox.ts"
-import { TestMessageLimits } from "../Message.ts"
+import type { FieldReasons } from "../platform/Problem.ts"
+import { parseMailbox } from "./Mailbox.ts"
+import { TestMessageLimits } from "../messages/Message.ts"
 
 export { parseMailbox }
 

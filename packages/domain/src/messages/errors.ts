@@ -1,6 +1,6 @@
 /** The rules of reading and changing mail (spec 3.2, 4.5). */
 import { Schema } from "effect"
-import { BulkAction } from "../Message.ts"
+import { BulkAction } from "./Message.ts"
 
 /** No message of the caller's has this id (for many ids: the first that is not theirs). */
 export class MessageNotFound extends Schema.TaggedError<MessageNotFound>()("MessageNotFound", {

@@ -9,9 +9,9 @@
  * 3. `messagesToText`: the messages whose text body a selected endpoint asked for (`message.received` only);
  * 4. `deliveriesFor`: one delivery per (event, selected endpoint), with its payload.
  */
-import type { EventType } from "../Events.ts"
+import type { EventType } from "./Events.ts"
 import { messageText } from "../mail/sanitize.ts"
-import { envelopeBytes, payloadTextBody, selectsEvent, type WebhookSubscription } from "../Webhook.ts"
+import { envelopeBytes, payloadTextBody, selectsEvent, type WebhookSubscription } from "./Webhook.ts"
 
 /** An event of the outbox, as dispatch reads it. */
 export interface OutboxEvent {

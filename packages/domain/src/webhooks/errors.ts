@@ -1,6 +1,6 @@
 /** The rules of webhook endpoints and their deliveries (spec 2.21, 3.3, 4.9, 6.5). */
 import { Schema } from "effect"
-import { WebhookStatus } from "../Webhook.ts"
+import { WebhookStatus } from "./Webhook.ts"
 
 /** No live endpoint of the account has this id. */
 export class WebhookNotFound extends Schema.TaggedError<WebhookNotFound>()("WebhookNotFound", {

@@ -16,7 +16,7 @@ import {
   ValidationFailed
 } from "@burnbox/domain"
 import { Effect } from "effect"
-import { addResponseHeaders } from "../Authentication.ts"
+import { addResponseHeaders } from "./Authentication.ts"
 
 type ProblemTable = {
   readonly [Tag in DomainError["_tag"]]: (error: Extract<DomainError, { readonly _tag: Tag }>) => ApiError

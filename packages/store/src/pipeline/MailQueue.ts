@@ -14,12 +14,12 @@ import { PgClient } from "@effect/sql-pg"
 import type { MessageAnalysis, ParsedMessage } from "@burnbox/domain/mail/index"
 import { Context, Effect, Layer, type Queue, Schema, type Scope } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
-import { PipelineChannel } from "../Mailstore.ts"
-import { eventRecord, insertEventRecords, type NewEvent, OutboxChannel } from "../Outbox.ts"
-import { pgText } from "../PgText.ts"
+import { PipelineChannel } from "../messages/Mailstore.ts"
+import { eventRecord, insertEventRecords, type NewEvent, OutboxChannel } from "../webhooks/Outbox.ts"
+import { pgText } from "../platform/PgText.ts"
 import { publishFragment } from "../realtime/Realtime.ts"
 import { indexFragment, refreshArchiveMarks } from "../search/SearchIndex.ts"
-import { now } from "../Time.ts"
+import { now } from "../platform/Time.ts"
 
 /**
  * A claim older than this is taken again whoever holds it. A claim by a process that has no

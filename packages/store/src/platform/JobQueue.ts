@@ -8,7 +8,7 @@
  */
 import { Context, Effect, Layer, Redacted } from "effect"
 import { PgBoss } from "pg-boss"
-import { DatabaseUrl } from "../Database.ts"
+import { DatabaseUrl } from "./Database.ts"
 
 export class JobQueue extends Context.Service<JobQueue, {
   /** Creates the queue (once) and runs `handler` for each of its jobs in this process. */

@@ -28,8 +28,8 @@ import { checkServerIdentity, createSecureContext, type PeerCertificate, rootCer
 import { checkResolvedAddresses, checkWebhookUrl } from "@burnbox/domain/net/index"
 import { Context, Effect, Layer, Option } from "effect"
 import { Pool } from "undici"
-import { BurnboxConfig } from "../Config.ts"
-import { pgText } from "../PgText.ts"
+import { BurnboxConfig } from "./Config.ts"
+import { pgText } from "./PgText.ts"
 
 // ---------------------------------------------------------------------------------------------
 // Where a URL leads

@@ -1,6 +1,6 @@
 /**
  * The webhook delivery queue (spec 6.4, 6.5; decisions.md "Webhook subscriptions"): the
- * statements the worker's delivery engine (packages/worker/src/Delivery.ts) runs on the tables
+ * statements the worker's delivery engine (packages/worker/src/webhooks/Delivery.ts) runs on the tables
  * the store owns.
  *
  * - `dispatchBatch`: undispatched outbox events are taken with FOR UPDATE SKIP LOCKED; each
@@ -31,7 +31,7 @@ import {
 } from "@burnbox/domain/webhooks/index"
 import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
-import { now } from "../Time.ts"
+import { now } from "../platform/Time.ts"
 import type { EndpointSecrets } from "./Signer.ts"
 
 // ---------------------------------------------------------------------------------------------

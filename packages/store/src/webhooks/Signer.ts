@@ -7,9 +7,9 @@
  */
 import { signatureHeader } from "@burnbox/domain/webhooks/index"
 import { Context, Effect, Layer, Redacted } from "effect"
-import { BurnboxConfig } from "../Config.ts"
-import { ServiceKeys } from "../ServiceKeys.ts"
-import { decryptEndpointSecret } from "../Webhooks.ts"
+import { BurnboxConfig } from "../platform/Config.ts"
+import { ServiceKeys } from "./ServiceKeys.ts"
+import { decryptEndpointSecret } from "./Webhooks.ts"
 
 /** An endpoint's secrets as stored (encrypted under BURNBOX_SECRET). */
 export interface EndpointSecrets {

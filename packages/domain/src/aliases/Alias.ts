@@ -1,0 +1,102 @@
+import { Schema } from "effect"
+import { DateTimeInput, DateTimeString, Id, NonNegativeInt } from "../platform/Common.ts"
+import { DomainTier } from "../domains/MailDomain.ts"
+
+export const AliasStyle = Schema.Literals(["words", "pronounceable", "numeric"])
+export const AliasStatus = Schema.Literals(["active", "paused", "burned"])
+export const AliasRole = Schema.Literals(["owner", "collaborator", "viewer"])
+
+/** Spec 2.7. */
+export const Alias = Schema.Struct({
+  canSend: Schema.optionalKey(Schema.Boolean),
+  id: Id,
+  address: Schema.String,
+  localPart: Schema.String,
+  domain: Schema.Struct({
+    id: Id,
+    name: Schema.String,
+    state: Schema.Literals(["active", "closed", "draining", "retired"])
+  }),
+  style: AliasStyle,
+  status: AliasStatus,
+  label: Schema.NullOr(Schema.String),
+  note: Schema.NullOr(Schema.String),
+  receivedCount: NonNegativeInt,
+  rejectedCount: NonNegativeInt,
+  unreadCount: NonNegativeInt,
+  storageUsedBytes: NonNegativeInt,
+  pushEnabled: Schema.Boolean,
+  lastReceivedAt: Schema.NullOr(DateTimeString),
+  claimedAt: Schema.NullOr(DateTimeString),
+  pausedAt: Schema.NullOr(DateTimeString),
+  burnedAt: Schema.NullOr(DateTimeString),
+  planPaused: Schema.Boolean,
+  selfDestructAt: Schema.NullOr(DateTimeString),
+  selfDestructSuspended: Schema.Boolean,
+  expiringNotifiedAt: Schema.NullOr(DateTimeString),
+  domainTier: DomainTier,
+  role: AliasRole,
+  shared: Schema.Boolean,
+  ownerHandle: Schema.NullOr(Schema.String),
+  guestCount: NonNegativeInt,
+  trash: Schema.Struct({ enabled: Schema.Boolean, retentionDays: NonNegativeInt })
+}).annotate({ identifier: "Alias" })
+export type Alias = typeof Alias.Type
+
+/** Spec 2.8. */
+export const AliasTimer = Schema.Struct({
+  id: Id,
+  selfDestructAt: Schema.NullOr(DateTimeString),
+  selfDestructSuspended: Schema.Boolean,
+  expiringNotifiedAt: Schema.NullOr(DateTimeString)
+}).annotate({ identifier: "AliasTimer" })
+export type AliasTimer = typeof AliasTimer.Type
+
+/** Spec 2.9. */
+export const CandidateReservation = Schema.Struct({
+  reservationToken: Schema.String,
+  expiresAt: DateTimeString,
+  candidates: Schema.Array(Schema.Struct({
+    id: Id,
+    localPart: Schema.String,
+    domain: Schema.String,
+    address: Schema.String
+  }))
+}).annotate({ identifier: "CandidateReservation" })
+export type CandidateReservation = typeof CandidateReservation.Type
+
+export const CandidateRelease = Schema.Struct({ released: NonNegativeInt }).annotate({ identifier: "CandidateRelease" })
+
+export const ReserveCandidates = Schema.Struct({ domainId: Id, style: AliasStyle })
+export const ReleaseCandidates = Schema.Struct({ reservationToken: Schema.optionalKey(Schema.String) })
+
+const Label = Schema.String.check(Schema.isMaxLength(160))
+const Note = Schema.String.check(Schema.isMaxLength(2000))
+
+export const ClaimAlias = Schema.Struct({
+  aliasId: Id,
+  reservationToken: Schema.String.check(Schema.isMinLength(1)),
+  label: Schema.optionalKey(Schema.NullOr(Label)),
+  note: Schema.optionalKey(Schema.NullOr(Note)),
+  selfDestructAt: Schema.optionalKey(Schema.NullOr(DateTimeInput))
+})
+
+export const UpdateAlias = Schema.Struct({
+  label: Schema.optionalKey(Schema.NullOr(Label)),
+  note: Schema.optionalKey(Schema.NullOr(Note)),
+  action: Schema.optionalKey(Schema.Literals(["pause", "resume", "burn"])),
+  status: Schema.optionalKey(AliasStatus)
+})
+
+export const SetTimer = Schema.Struct({ selfDestructAt: DateTimeInput })
+
+export const ListAliasesQuery = {
+  includeBurned: Schema.optionalKey(Schema.Literals(["true", "false"]))
+}
+
+/** A reservation holds exactly five candidates for ten minutes (spec 8, decisions.md). */
+export const CandidatesPerReservation = 5
+export const ReservationLifetimeMs = 10 * 60 * 1000
+
+/** How long before a self-destruct deadline `alias.expiring` is emitted. */
+export const ExpiringNoticeMs = 24 * 60 * 60 * 1000

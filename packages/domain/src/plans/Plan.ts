@@ -1,0 +1,190 @@
+import { Schema } from "effect"
+import { NonNegativeInt } from "../platform/Common.ts"
+
+export const PlanCode = Schema.Literals(["free", "premium", "pro"])
+export type PlanCode = typeof PlanCode.Type
+
+/** Resolved entitlements of an account: its plan's row with the account's overrides applied (spec 2.2). */
+export const PlanLimits = Schema.Struct({
+  code: PlanCode,
+  name: Schema.String,
+  activeAliasCap: Schema.Int,
+  aliasLifetimeCap: Schema.Int,
+  claimsPerDay: Schema.Int,
+  candidateShufflesPerHour: Schema.Int,
+  retentionDays: Schema.Int,
+  maxPinned: Schema.Int,
+  mailRuleCount: Schema.Int,
+  apiTokenCount: Schema.Int,
+  webhookCount: Schema.Int,
+  testMessagesPerDay: Schema.Int,
+  candidateShufflesUnlimited: Schema.Boolean,
+  earlyAccessDomains: Schema.Boolean,
+  selfDestructTimers: Schema.Boolean,
+  bulkExport: Schema.Boolean,
+  developerAccess: Schema.Boolean,
+  storageQuotaBytes: NonNegativeInt
+})
+export type PlanLimits = typeof PlanLimits.Type
+
+/** What a plan row holds beyond PlanLimits: the trash window and the per-token request limits. */
+export interface PlanEntitlements extends PlanLimits {
+  readonly trashRetentionDays: number
+  readonly requestsPerMinute: number
+  readonly requestsPerDay: number
+}
+
+/** The keys `burnbox admin account override` accepts, with the type of each value. */
+export const OverridableKeys: Readonly<Record<string, "int" | "boolean">> = {
+  activeAliasCap: "int",
+  aliasLifetimeCap: "int",
+  claimsPerDay: "int",
+  candidateShufflesPerHour: "int",
+  retentionDays: "int",
+  maxPinned: "int",
+  mailRuleCount: "int",
+  apiTokenCount: "int",
+  webhookCount: "int",
+  testMessagesPerDay: "int",
+  candidateShufflesUnlimited: "boolean",
+  earlyAccessDomains: "boolean",
+  selfDestructTimers: "boolean",
+  bulkExport: "boolean",
+  developerAccess: "boolean",
+  storageQuotaBytes: "int",
+  trashRetentionDays: "int",
+  requestsPerMinute: "int",
+  requestsPerDay: "int"
+}
+
+export type PlanOverrides = Partial<Record<keyof PlanEntitlements, number | boolean>>
+
+const MiB = 1024 * 1024
+
+/** The plan rows seeded by the first migration (decisions.md, "Plans"). */
+export const DefaultPlans: Readonly<Record<PlanCode, PlanEntitlements>> = {
+  free: {
+    code: "free",
+    name: "Free",
+    activeAliasCap: 3,
+    aliasLifetimeCap: 50,
+    claimsPerDay: 5,
+    candidateShufflesPerHour: 10,
+    candidateShufflesUnlimited: false,
+    retentionDays: 3,
+    trashRetentionDays: 0,
+    maxPinned: 3,
+    mailRuleCount: 0,
+    apiTokenCount: 0,
+    webhookCount: 0,
+    testMessagesPerDay: 0,
+    earlyAccessDomains: false,
+    selfDestructTimers: false,
+    bulkExport: false,
+    developerAccess: false,
+    storageQuotaBytes: 50 * MiB,
+    requestsPerMinute: 600,
+    requestsPerDay: 100_000
+  },
+  premium: {
+    code: "premium",
+    name: "Premium",
+    activeAliasCap: 20,
+    aliasLifetimeCap: 500,
+    claimsPerDay: 30,
+    candidateShufflesPerHour: 60,
+    candidateShufflesUnlimited: false,
+    retentionDays: 30,
+    trashRetentionDays: 7,
+    maxPinned: 20,
+    mailRuleCount: 10,
+    apiTokenCount: 0,
+    webhookCount: 0,
+    testMessagesPerDay: 0,
+    earlyAccessDomains: true,
+    selfDestructTimers: true,
+    bulkExport: false,
+    developerAccess: false,
+    storageQuotaBytes: 1024 * MiB,
+    requestsPerMinute: 600,
+    requestsPerDay: 100_000
+  },
+  pro: {
+    code: "pro",
+    name: "Pro",
+    activeAliasCap: 200,
+    aliasLifetimeCap: 10_000,
+    claimsPerDay: 200,
+    candidateShufflesPerHour: 0,
+    candidateShufflesUnlimited: true,
+    retentionDays: 90,
+    trashRetentionDays: 30,
+    maxPinned: 100,
+    mailRuleCount: 50,
+    apiTokenCount: 10,
+    webhookCount: 10,
+    testMessagesPerDay: 500,
+    earlyAccessDomains: true,
+    selfDestructTimers: true,
+    bulkExport: true,
+    developerAccess: true,
+    storageQuotaBytes: 10 * 1024 * MiB,
+    requestsPerMinute: 600,
+    requestsPerDay: 100_000
+  }
+}
+
+/** Applies an account's overrides to its plan row. Unknown keys and wrongly typed values are ignored. */
+export const resolveEntitlements = (plan: PlanEntitlements, overrides: PlanOverrides): PlanEntitlements => {
+  const resolved: Record<string, unknown> = { ...plan }
+  for (const [key, value] of Object.entries(overrides)) {
+    const kind = OverridableKeys[key]
+    if (kind === "int" && typeof value === "number" && Number.isInteger(value) && value >= 0) resolved[key] = value
+    if (kind === "boolean" && typeof value === "boolean") resolved[key] = value
+  }
+  return resolved as unknown as PlanEntitlements
+}
+
+/** The PlanLimits view of resolved entitlements: exactly the fields of spec 2.2, nothing more. */
+export const toPlanLimits = (e: PlanEntitlements): PlanLimits => ({
+  code: e.code,
+  name: e.name,
+  activeAliasCap: e.activeAliasCap,
+  aliasLifetimeCap: e.aliasLifetimeCap,
+  claimsPerDay: e.claimsPerDay,
+  candidateShufflesPerHour: e.candidateShufflesPerHour,
+  retentionDays: e.retentionDays,
+  maxPinned: e.maxPinned,
+  mailRuleCount: e.mailRuleCount,
+  apiTokenCount: e.apiTokenCount,
+  webhookCount: e.webhookCount,
+  testMessagesPerDay: e.testMessagesPerDay,
+  candidateShufflesUnlimited: e.candidateShufflesUnlimited,
+  earlyAccessDomains: e.earlyAccessDomains,
+  selfDestructTimers: e.selfDestructTimers,
+  bulkExport: e.bulkExport,
+  developerAccess: e.developerAccess,
+  storageQuotaBytes: e.storageQuotaBytes
+})
+
+/**
+ * Parses `key=value[,key=value...]` for `burnbox admin account override --set`.
+ * Returns the overrides or the first offending pair.
+ */
+export const parseOverrides = (input: string): { ok: true; overrides: PlanOverrides } | { ok: false; error: string } => {
+  const overrides: Record<string, number | boolean> = {}
+  for (const pair of input.split(",").map((p) => p.trim()).filter((p) => p.length > 0)) {
+    const [key, value, ...rest] = pair.split("=")
+    if (key === undefined || value === undefined || rest.length > 0) return { ok: false, error: `expected key=value, got "${pair}"` }
+    const kind = OverridableKeys[key]
+    if (kind === undefined) return { ok: false, error: `unknown key "${key}"` }
+    if (kind === "boolean") {
+      if (value !== "true" && value !== "false") return { ok: false, error: `${key} takes true or false` }
+      overrides[key] = value === "true"
+    } else {
+      if (!/^\d+$/.test(value) || !Number.isSafeInteger(Number(value))) return { ok: false, error: `${key} takes a whole number >= 0` }
+      overrides[key] = Number(value)
+    }
+  }
+  return { ok: true, overrides: overrides as PlanOverrides }
+}

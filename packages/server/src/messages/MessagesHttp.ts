@@ -1,0 +1,127 @@
+import { BearerStateFields, BurnboxApi, Conflict, CurrentPrincipal, Forbidden, NotFound } from "@burnbox/domain"
+import { BurnboxConfig, MessageActions, Messages } from "@burnbox/store"
+import { Effect } from "effect"
+import { HttpServerResponse } from "effect/http"
+import { HttpApiBuilder } from "effect/http-api"
+import { withProblems } from "../platform/ProblemMapping.ts"
+import { conditionalJson } from "../platform/Conditional.ts"
+
+const notFound = () => Effect.fail(NotFound.of("Message"))
+
+/**
+ * The HTML view is a document of its own: no script, no plugins, no navigation, no forms, in
+ * a sandbox with an opaque origin. Images only inline (data:, cid:), or from https: once the
+ * reader asked for remote images.
+ */
+export const htmlViewPolicy = (remoteImages: boolean) =>
+  [
+    "default-src 'none'",
+    `img-src data: cid:${remoteImages ? " https:" : ""}`,
+    "style-src 'unsafe-inline'",
+    "font-src data:",
+    "form-action 'none'",
+    "frame-ancestors 'self'",
+    "base-uri 'none'",
+    "sandbox"
+  ].join("; ")
+
+/** A preview is an image shown by itself in a sandbox. */
+const previewPolicy = "default-src 'none'; img-src 'self' data:; style-src 'unsafe-inline'; sandbox"
+
+/** Headers every served mail body carries, so no browser sniffs it into something runnable. */
+const bodyHeaders = {
+  "x-content-type-options": "nosniff",
+  "referrer-policy": "no-referrer",
+  "cache-control": "private, no-cache"
+}
+
+/** RFC 6266: an ASCII fallback name and the exact UTF-8 name. */
+const contentDisposition = (kind: "attachment" | "inline", filename: string) => {
+  const fallback = filename.replace(/[^\x20-\x7e]|["\\;]/g, "_")
+  const encoded = encodeURIComponent(filename).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)
+  return `${kind}; filename="${fallback}"; filename*=UTF-8''${encoded}`
+}
+
+export const MessagesHttp = HttpApiBuilder.group(BurnboxApi, "messages", Effect.fn(function*(handlers) {
+  const messages = yield* Messages
+  const actions = yield* MessageActions
+  const config = yield* BurnboxConfig
+  return handlers
+    .handle("list", ({ query }) => withProblems(Effect.flatMap(CurrentPrincipal, (p) => messages.list(p.accountId, query))))
+    .handle("get", ({ params }) =>
+      Effect.flatMap(CurrentPrincipal, (p) => messages.detail(p.accountId, params.id, config.baseUrl)).pipe(
+        Effect.flatMap((detail) => (detail === undefined ? notFound() : conditionalJson(detail)))
+      ))
+    .handle("raw", ({ params }) =>
+      Effect.flatMap(CurrentPrincipal, (p) => messages.raw(p.accountId, params.id)).pipe(
+        Effect.flatMap((raw) => (raw === undefined ? notFound() : Effect.succeed(raw)))
+      ))
+    .handle("updateState", ({ params, payload }) =>
+      Effect.gen(function*() {
+        const principal = yield* CurrentPrincipal
+        if (principal.kind === "bearer") {
+          const refused = Object.keys(payload).filter((field) => !BearerStateFields.includes(field))
+          if (refused.length > 0) {
+            return yield* Effect.fail(new Forbidden({
+              code: "session_required_for_field",
+              message: `A bearer token may change only isRead; ${refused.join(", ")} need a browser session.`
+            }))
+          }
+        }
+        return yield* withProblems(actions.updateState(principal.accountId, params.id, payload))
+      }))
+    .handle("bulk", ({ payload }) => withProblems(Effect.flatMap(CurrentPrincipal, (p) => actions.bulk(p.accountId, payload))))
+    .handle("emptyTrash", ({ query }) => withProblems(Effect.flatMap(CurrentPrincipal, (p) => actions.emptyTrash(p.accountId, query.alias))))
+    .handle("remove", ({ params, query }) =>
+      withProblems(Effect.flatMap(CurrentPrincipal, (p) => actions.remove(p.accountId, params.id, query.permanent === "1" || query.permanent === "true"))))
+    .handle("restore", ({ params }) => withProblems(Effect.flatMap(CurrentPrincipal, (p) => actions.restore(p.accountId, params.id))))
+    .handle("html", ({ params, query }) =>
+      Effect.flatMap(CurrentPrincipal, (p) => actions.html(p.accountId, params.id, query.remote === "1")).pipe(
+        Effect.flatMap((body) =>
+          body === undefined
+            ? notFound()
+            : Effect.succeed(HttpServerResponse.text(body.html, {
+              contentType: "text/html; charset=utf-8",
+              headers: { ...bodyHeaders, "content-security-policy": htmlViewPolicy(body.remoteImagesAllowed) }
+            }))
+        )
+      ))
+    .handle("remoteImagePreference", ({ params, payload }) =>
+      withProblems(Effect.flatMap(CurrentPrincipal, (p) => actions.setRemoteImagePreference(p.accountId, params.id, payload.alwaysLoad))))
+    .handle("attachment", ({ params, query }) =>
+      Effect.gen(function*() {
+        const principal = yield* CurrentPrincipal
+        const file = yield* actions.attachment(principal.accountId, params.messageId, params.attachmentId)
+        if (file === undefined) return yield* Effect.fail(NotFound.of("Attachment"))
+        if (file.dangerous && query.confirm !== "1") {
+          return yield* Effect.fail(new Conflict({
+            code: "dangerous_attachment",
+            message: "This attachment could run code when opened; repeat the request with confirm=1 to download it."
+          }))
+        }
+        // Always a download, never rendered in our origin; a dangerous file only as opaque bytes.
+        return HttpServerResponse.uint8Array(file.content, {
+          contentType: file.dangerous ? "application/octet-stream" : file.mimeType,
+          headers: {
+            ...bodyHeaders,
+            "content-disposition": contentDisposition("attachment", file.filename),
+            "content-security-policy": "default-src 'none'; sandbox"
+          }
+        })
+      }))
+    .handle("attachmentPreview", ({ params }) =>
+      Effect.gen(function*() {
+        const principal = yield* CurrentPrincipal
+        const file = yield* actions.attachment(principal.accountId, params.messageId, params.attachmentId)
+        // Dangerous or unsupported types have no preview (spec 7, 404).
+        if (file === undefined || file.dangerous || !file.previewable) return yield* Effect.fail(NotFound.of("Attachment preview"))
+        return HttpServerResponse.uint8Array(file.content, {
+          contentType: file.mimeType,
+          headers: {
+            ...bodyHeaders,
+            "content-disposition": contentDisposition("inline", file.filename),
+            "content-security-policy": previewPolicy
+          }
+        })
+      }))
+}))

@@ -1,0 +1,48 @@
+/** Spec 4.9: thin handlers over the Webhooks repository. */
+import { BurnboxApi, CurrentPrincipal } from "@burnbox/domain"
+import { Accounts, Webhooks } from "@burnbox/store"
+import { Effect, Redacted } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
+import { withProblems } from "../platform/ProblemMapping.ts"
+import { currentAccount } from "../platform/CurrentAccount.ts"
+
+const DefaultPageSize = 50
+
+export const WebhooksHttp = HttpApiBuilder.group(BurnboxApi, "webhooks", Effect.fn(function*(handlers) {
+  const webhooks = yield* Webhooks
+  const accounts = yield* Accounts
+  const owner = Effect.map(CurrentPrincipal, (p) => p.accountId)
+
+  return handlers
+    .handle("list", () =>
+      Effect.gen(function*() {
+        const account = yield* currentAccount(accounts)
+        return { items: yield* webhooks.list(account.id), limit: account.entitlements.webhookCount }
+      }))
+    .handle("create", ({ payload }) =>
+      Effect.gen(function*() {
+        const account = yield* currentAccount(accounts)
+        const created = yield* withProblems(webhooks.create(account.id, payload, account.entitlements.webhookCount))
+        return { webhook: created.webhook, secret: Redacted.value(created.secret), secretShownOnce: true as const }
+      }))
+    .handle("update", ({ params, payload }) => withProblems(Effect.flatMap(owner, (accountId) => webhooks.update(accountId, params.id, payload))))
+    .handle("remove", ({ params }) => withProblems(Effect.flatMap(owner, (accountId) => webhooks.remove(accountId, params.id))))
+    .handle("rotateSecret", ({ params }) =>
+      withProblems(Effect.flatMap(owner, (accountId) => webhooks.rotateSecret(accountId, params.id))).pipe(
+        Effect.map((rotated) => ({ webhook: rotated.webhook, secret: Redacted.value(rotated.secret), secretShownOnce: true as const }))
+      ))
+    .handle("deliveries", ({ params, query }) =>
+      withProblems(Effect.flatMap(owner, (accountId) => webhooks.deliveries(accountId, params.id, query.limit ?? DefaultPageSize))).pipe(
+        Effect.map((items) => ({ items }))
+      ))
+    .handle("allDeliveries", ({ query }) =>
+      Effect.flatMap(owner, (accountId) => webhooks.deliveries(accountId, null, query.limit ?? DefaultPageSize)).pipe(
+        // Without an endpoint id there is nothing to be missing.
+        Effect.catchTag("WebhookNotFound", Effect.die),
+        Effect.map((items) => ({ items }))
+      ))
+    .handle("test", ({ params }) =>
+      withProblems(Effect.flatMap(owner, (accountId) => webhooks.queueTest(accountId, params.id))).pipe(Effect.map((delivery) => ({ delivery }))))
+    .handle("redeliver", ({ params }) =>
+      withProblems(Effect.flatMap(owner, (accountId) => webhooks.redeliver(accountId, params.id))).pipe(Effect.map((delivery) => ({ delivery }))))
+}))

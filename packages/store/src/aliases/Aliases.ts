@@ -1,0 +1,514 @@
+import {
+  ActiveAliasCapReached,
+  type Alias,
+  AliasBurned,
+  AliasLifetimeCapReached,
+  AliasNotFound,
+  AliasPaused,
+  type AliasTimer,
+  CandidateNotReserved,
+  CandidatesPerReservation,
+  type CandidateReservation,
+  DailyClaimLimitReached,
+  DomainNotFound,
+  DomainRetired,
+  type DomainTier,
+  type EventAlias,
+  ExpiringNoticeMs,
+  FeatureNotInPlan,
+  HourlyShuffleLimitReached,
+  type PlanEntitlements,
+  type PlanOverrides,
+  ReservationLifetimeMs,
+  ReservationUnavailable,
+  resolveEntitlements,
+  SelfDestructNotInFuture
+} from "@burnbox/domain"
+import { cryptoRandom, generateLocalPart, type LocalPartStyle, type RandomSource } from "@burnbox/domain/aliases/index"
+import { Context, Effect, Layer } from "effect"
+import { SqlClient, type Statement } from "effect/sql"
+import { Keyring, randomSecret } from "../platform/Keyring.ts"
+import { appendEvent } from "../webhooks/Outbox.ts"
+import { RateLimiter } from "../platform/RateLimiter.ts"
+import { now } from "../platform/Time.ts"
+
+/** Where candidate randomness comes from; tests replace it with a seeded source. */
+export class CandidateRandom extends Context.Service<CandidateRandom, RandomSource>()("burnbox/CandidateRandom") {
+  static readonly layer = Layer.succeed(CandidateRandom, cryptoRandom)
+}
+
+type Status = "active" | "paused" | "burned"
+
+interface Row {
+  id: number
+  account_id: number
+  local_part: string
+  style: Alias["style"]
+  status: Status
+  label: string | null
+  note: string | null
+  received_count: number
+  rejected_count: number
+  unread_count: number
+  storage_used_bytes: number
+  push_enabled: boolean
+  last_received_at: Date | null
+  claimed_at: Date | null
+  paused_at: Date | null
+  burned_at: Date | null
+  plan_paused: boolean
+  self_destruct_at: Date | null
+  self_destruct_suspended: boolean
+  expiring_notified_at: Date | null
+  domain_id: number
+  domain_name: string
+  domain_state: "active" | "retired"
+  domain_tier: DomainTier
+  entitlements: PlanEntitlements
+  overrides: PlanOverrides
+}
+
+const iso = (d: Date | null) => d?.toISOString() ?? null
+
+export const toAlias = (row: Row): Alias => {
+  const trashDays = resolveEntitlements(row.entitlements, row.overrides).trashRetentionDays
+  return {
+    id: row.id,
+    address: `${row.local_part}@${row.domain_name}`,
+    localPart: row.local_part,
+    domain: { id: row.domain_id, name: row.domain_name, state: row.domain_state },
+    style: row.style,
+    status: row.status,
+    label: row.label,
+    note: row.note,
+    receivedCount: row.received_count,
+    rejectedCount: row.rejected_count,
+    unreadCount: row.unread_count,
+    storageUsedBytes: Number(row.storage_used_bytes),
+    pushEnabled: row.push_enabled,
+    lastReceivedAt: iso(row.last_received_at),
+    claimedAt: iso(row.claimed_at),
+    pausedAt: iso(row.paused_at),
+    burnedAt: iso(row.burned_at),
+    planPaused: row.plan_paused,
+    selfDestructAt: iso(row.self_destruct_at),
+    selfDestructSuspended: row.self_destruct_suspended,
+    expiringNotifiedAt: iso(row.expiring_notified_at),
+    domainTier: row.domain_tier,
+    role: "owner",
+    shared: false,
+    ownerHandle: null,
+    guestCount: 0,
+    trash: { enabled: trashDays > 0, retentionDays: trashDays }
+  }
+}
+
+const toTimer = (row: Row): AliasTimer => ({
+  id: row.id,
+  selfDestructAt: iso(row.self_destruct_at),
+  selfDestructSuspended: row.self_destruct_suspended,
+  expiringNotifiedAt: iso(row.expiring_notified_at)
+})
+
+const eventAlias = (row: Row): EventAlias => ({ id: row.id, address: `${row.local_part}@${row.domain_name}`, label: row.label })
+
+const startOfUtcDay = (at: Date) => new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth(), at.getUTCDate()))
+
+export type Transition = "pause" | "resume" | "burn"
+
+export class Aliases extends Context.Service<Aliases, {
+  readonly list: (accountId: number, includeBurned: boolean) => Effect.Effect<ReadonlyArray<Alias>>
+  readonly reserve: (accountId: number, input: { domainId: number; style: LocalPartStyle }) =>
+    Effect.Effect<CandidateReservation, DomainNotFound | DomainRetired | FeatureNotInPlan | HourlyShuffleLimitReached>
+  readonly release: (accountId: number, token: string | undefined) => Effect.Effect<number>
+  readonly claim: (accountId: number, input: {
+    aliasId: number
+    reservationToken: string
+    label?: string | null | undefined
+    note?: string | null | undefined
+    selfDestructAt?: string | null | undefined
+  }) => Effect.Effect<
+    Alias,
+    | ReservationUnavailable
+    | CandidateNotReserved
+    | DomainRetired
+    | FeatureNotInPlan
+    | SelfDestructNotInFuture
+    | ActiveAliasCapReached
+    | AliasLifetimeCapReached
+    | DailyClaimLimitReached
+  >
+  readonly transition: (accountId: number, id: number, to: Transition) => Effect.Effect<Alias, AliasNotFound | AliasBurned | ActiveAliasCapReached>
+  readonly change: (accountId: number, id: number, input: {
+    label?: string | null | undefined
+    note?: string | null | undefined
+    to?: Transition | undefined
+  }) => Effect.Effect<Alias, AliasNotFound | AliasBurned | ActiveAliasCapReached>
+  readonly setTimer: (accountId: number, id: number, at: string) =>
+    Effect.Effect<AliasTimer, AliasNotFound | FeatureNotInPlan | AliasBurned | SelfDestructNotInFuture>
+  readonly clearTimer: (accountId: number, id: number) => Effect.Effect<AliasTimer, AliasNotFound | AliasBurned>
+  /** The address test mail for the alias goes to: the caller's, and active. */
+  readonly injectableAddress: (accountId: number, id: number) => Effect.Effect<string, AliasNotFound | AliasPaused | AliasBurned>
+  /** Burns aliases whose deadline passed and emits the 24-hour notices that are due. */
+  readonly runTimers: Effect.Effect<{ burned: number; notified: number }>
+  /** Applies a plan change: pause beyond the cap, suspend timers; or undo both on an upgrade. */
+  readonly reconcilePlan: (accountId: number) => Effect.Effect<{ paused: number; resumed: number }>
+  /** Deletes reserved candidates of ended or expired reservations. */
+  readonly sweepReservations: Effect.Effect<number>
+}>()("burnbox/Aliases") {
+  static readonly layer = Layer.effect(Aliases, Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const keyring = yield* Keyring
+    const limiter = yield* RateLimiter
+    const random = yield* CandidateRandom
+    const tokenDigest = (token: string) => keyring.digest("reservation", token)
+
+    const select = (where: Statement.Fragment, lock = false) =>
+      sql<Row>`
+        SELECT al.id, al.account_id, al.local_part, al.style, al.status, al.label, al.note, al.received_count,
+               al.rejected_count, al.unread_count, al.storage_used_bytes::float8 AS storage_used_bytes, al.push_enabled,
+               al.last_received_at, al.claimed_at, al.paused_at, al.burned_at, al.plan_paused, al.self_destruct_at,
+               al.self_destruct_suspended, al.expiring_notified_at,
+               d.id AS domain_id, d.name AS domain_name, d.state AS domain_state, d.tier AS domain_tier,
+               p.entitlements, a.overrides
+        FROM aliases al
+        JOIN domains d ON d.id = al.domain_id
+        JOIN accounts a ON a.id = al.account_id
+        JOIN plans p ON p.code = a.plan
+        WHERE ${where}
+        ORDER BY al.id
+        ${lock ? sql`FOR NO KEY UPDATE OF al` : sql``}`.pipe(Effect.orDie)
+
+    const owned = (accountId: number, id: number, lock = false) =>
+      select(sql`al.account_id = ${accountId} AND al.id = ${id} AND al.status <> 'reserved'`, lock).pipe(
+        Effect.flatMap((rows) => (rows[0] ? Effect.succeed(rows[0]) : Effect.fail(new AliasNotFound({ aliasId: id }))))
+      )
+
+    const entitlementsOf = (accountId: number) =>
+      sql<{ entitlements: PlanEntitlements; overrides: PlanOverrides; aliases_lifetime_claimed: number }>`
+        SELECT p.entitlements, a.overrides, a.aliases_lifetime_claimed FROM accounts a JOIN plans p ON p.code = a.plan
+        WHERE a.id = ${accountId} FOR NO KEY UPDATE OF a`.pipe(
+        Effect.orDie,
+        Effect.map((rows) => ({ ...rows[0]!, resolved: resolveEntitlements(rows[0]!.entitlements, rows[0]!.overrides) }))
+      )
+
+    const activeCount = (accountId: number) =>
+      sql<{ n: number }>`SELECT count(*)::int AS n FROM aliases WHERE account_id = ${accountId} AND status = 'active'`
+        .pipe(Effect.orDie, Effect.map((rows) => rows[0]!.n))
+
+    /** Ends the account's live reservations and frees their unclaimed candidates. */
+    const endReservations = (accountId: number, at: Date, only?: number) =>
+      Effect.gen(function*() {
+        const ended = yield* sql<{ id: number }>`
+          UPDATE alias_reservations SET ended_at = ${at}
+          WHERE account_id = ${accountId} AND ended_at IS NULL ${only === undefined ? sql`` : sql`AND id = ${only}`}
+          RETURNING id`.pipe(Effect.orDie)
+        if (ended.length === 0) return 0
+        const freed = yield* sql`
+          DELETE FROM aliases WHERE status = 'reserved' AND reservation_id IN ${sql.in(ended.map((r) => r.id))}
+          RETURNING id`.pipe(Effect.orDie)
+        return freed.length
+      })
+
+    const reserve = Effect.fn("Aliases.reserve")(function*(accountId: number, input: { domainId: number; style: LocalPartStyle }) {
+      const at = yield* now
+      const domains = yield* sql<{ id: number; name: string; state: string; tier: DomainTier }>`
+        SELECT id, name, state, tier FROM domains WHERE id = ${input.domainId}`.pipe(Effect.orDie)
+      const domain = domains[0]
+      if (domain === undefined) return yield* Effect.fail(new DomainNotFound({ domainId: input.domainId }))
+      const [{ resolved }] = [yield* entitlementsOf(accountId).pipe(sql.withTransaction, Effect.orDie)]
+      if (domain.state !== "active") return yield* Effect.fail(new DomainRetired({ domainId: domain.id }))
+      if (domain.tier === "premium_only" && !resolved.earlyAccessDomains) {
+        return yield* Effect.fail(new FeatureNotInPlan({ feature: "earlyAccessDomains" }))
+      }
+      if (!resolved.candidateShufflesUnlimited) {
+        const decision = yield* limiter.hit(`shuffle:${accountId}`, [{ limit: resolved.candidateShufflesPerHour, seconds: 3600 }])
+        if (!decision.allowed) {
+          return yield* new HourlyShuffleLimitReached({ limit: resolved.candidateShufflesPerHour, retryAfter: decision.retryAfter })
+        }
+      }
+      const token = randomSecret(24)
+      const expiresAt = new Date(at.getTime() + ReservationLifetimeMs)
+      const candidates = yield* sql.withTransaction(Effect.gen(function*() {
+        // One reservation at a time per account: concurrent requests queue here, and each ends the previous one.
+        yield* sql`SELECT id FROM accounts WHERE id = ${accountId} FOR NO KEY UPDATE`
+        yield* endReservations(accountId, at)
+        const [reservation] = yield* sql<{ id: number }>`
+          INSERT INTO alias_reservations (account_id, token_digest, expires_at)
+          VALUES (${accountId}, ${tokenDigest(token)}, ${expiresAt}) RETURNING id`
+        const picked: Array<{ id: number; localPart: string }> = []
+        for (let round = 0; picked.length < CandidatesPerReservation && round < 20; round++) {
+          const wanted = new Set<string>()
+          while (wanted.size < (CandidatesPerReservation - picked.length) * 2) wanted.add(generateLocalPart(input.style, random))
+          // Free the addresses of expired reservations on this domain before checking who holds what.
+          const locals = [...wanted]
+          const inserted = yield* sql<{ id: number; local_part: string }>`
+            INSERT INTO aliases (account_id, domain_id, local_part, local_key, style, status, reservation_id)
+            SELECT ${accountId}, ${domain.id}, l, l, ${input.style}, 'reserved', ${reservation!.id}
+            FROM jsonb_array_elements_text(${JSON.stringify(locals.slice(0, CandidatesPerReservation - picked.length))}::jsonb) AS l
+            ON CONFLICT (domain_id, local_key) DO NOTHING
+            RETURNING id, local_part`
+          for (const row of inserted) picked.push({ id: row.id, localPart: row.local_part })
+        }
+        return picked
+      })).pipe(Effect.orDie)
+      if (candidates.length < CandidatesPerReservation) {
+        return yield* Effect.die(new Error(`could not find ${CandidatesPerReservation} free ${input.style} addresses on ${domain.name}`))
+      }
+      return {
+        reservationToken: token,
+        expiresAt: expiresAt.toISOString(),
+        candidates: candidates.map((c) => ({ id: c.id, localPart: c.localPart, domain: domain.name, address: `${c.localPart}@${domain.name}` }))
+      }
+    })
+
+    const release = Effect.fn("Aliases.release")(function*(accountId: number, token: string | undefined) {
+      const at = yield* now
+      if (token === undefined) return yield* endReservations(accountId, at).pipe(sql.withTransaction, Effect.orDie)
+      const rows = yield* sql<{ id: number }>`
+        SELECT id FROM alias_reservations WHERE account_id = ${accountId} AND token_digest = ${tokenDigest(token)}`.pipe(Effect.orDie)
+      if (rows[0] === undefined) return 0
+      return yield* endReservations(accountId, at, rows[0].id).pipe(sql.withTransaction, Effect.orDie)
+    })
+
+    const claim = Effect.fn("Aliases.claim")(function*(accountId: number, input: {
+      aliasId: number
+      reservationToken: string
+      label?: string | null | undefined
+      note?: string | null | undefined
+      selfDestructAt?: string | null | undefined
+    }) {
+      const at = yield* now
+      const selfDestructAt = input.selfDestructAt === undefined || input.selfDestructAt === null ? null : new Date(input.selfDestructAt)
+      return yield* sql.withTransaction(Effect.gen(function*() {
+        const account = yield* entitlementsOf(accountId)
+        const plan = account.resolved
+        const reservations = yield* sql<{ id: number; expires_at: Date; ended_at: Date | null }>`
+          SELECT id, expires_at, ended_at FROM alias_reservations
+          WHERE account_id = ${accountId} AND token_digest = ${tokenDigest(input.reservationToken)}`.pipe(Effect.orDie)
+        const reservation = reservations[0]
+        if (reservation === undefined || reservation.ended_at !== null || reservation.expires_at <= at) {
+          return yield* Effect.fail(new ReservationUnavailable())
+        }
+        const candidates = yield* sql<{ id: number; domain_id: number }>`
+          SELECT id, domain_id FROM aliases
+          WHERE id = ${input.aliasId} AND reservation_id = ${reservation.id} AND status = 'reserved' FOR NO KEY UPDATE`.pipe(Effect.orDie)
+        const candidate = candidates[0]
+        if (candidate === undefined) {
+          return yield* Effect.fail(new CandidateNotReserved({ aliasId: input.aliasId }))
+        }
+        const domains = yield* sql<{ state: string; tier: DomainTier }>`SELECT state, tier FROM domains WHERE id = ${candidate.domain_id}`
+          .pipe(Effect.orDie)
+        if (domains[0]!.tier === "premium_only" && !plan.earlyAccessDomains) {
+          return yield* Effect.fail(new FeatureNotInPlan({ feature: "earlyAccessDomains" }))
+        }
+        if (domains[0]!.state !== "active") return yield* Effect.fail(new DomainRetired({ domainId: candidate.domain_id }))
+        if (selfDestructAt !== null) {
+          if (!plan.selfDestructTimers) return yield* Effect.fail(new FeatureNotInPlan({ feature: "selfDestructTimers" }))
+          if (!(selfDestructAt > at)) return yield* Effect.fail(new SelfDestructNotInFuture({ selfDestructAt: input.selfDestructAt! }))
+        }
+        if ((yield* activeCount(accountId)) >= plan.activeAliasCap) {
+          return yield* Effect.fail(new ActiveAliasCapReached({ limit: plan.activeAliasCap }))
+        }
+        if (account.aliases_lifetime_claimed >= plan.aliasLifetimeCap) {
+          return yield* Effect.fail(new AliasLifetimeCapReached({ limit: plan.aliasLifetimeCap }))
+        }
+        const dayStart = startOfUtcDay(at)
+        const [{ today }] = (yield* sql<{ today: number }>`
+          SELECT count(*)::int AS today FROM aliases WHERE account_id = ${accountId} AND claimed_at >= ${dayStart}`.pipe(Effect.orDie)) as [{ today: number }]
+        if (today >= plan.claimsPerDay) {
+          const retryAfter = Math.ceil((dayStart.getTime() + 86_400_000 - at.getTime()) / 1000)
+          return yield* Effect.fail(new DailyClaimLimitReached({ limit: plan.claimsPerDay, retryAfter }))
+        }
+        yield* sql`
+          UPDATE aliases SET status = 'active', reservation_id = NULL, claimed_at = ${at}, label = ${input.label ?? null},
+                 note = ${input.note ?? null}, self_destruct_at = ${selfDestructAt}
+          WHERE id = ${candidate.id}`.pipe(Effect.orDie)
+        yield* sql`UPDATE accounts SET aliases_lifetime_claimed = aliases_lifetime_claimed + 1 WHERE id = ${accountId}`.pipe(Effect.orDie)
+        yield* endReservations(accountId, at, reservation.id)
+        const row = yield* owned(accountId, candidate.id).pipe(Effect.orDie)
+        yield* appendEvent(sql, {
+          accountId,
+          alias: eventAlias(row),
+          type: "alias.claimed",
+          time: at,
+          data: { alias: eventAlias(row), claimed_at: at.toISOString(), ...(selfDestructAt ? { self_destruct_at: selfDestructAt.toISOString() } : {}) }
+        })
+        return toAlias(row)
+      })).pipe(Effect.catchTag("SqlError", Effect.die))
+    })
+
+    /** Moves a locked alias to `to`; inside the caller's transaction. */
+    const applyTransition = (accountId: number, row: Row, to: Transition, at: Date) =>
+      Effect.gen(function*() {
+        const target: Status = to === "pause" ? "paused" : to === "resume" ? "active" : "burned"
+        if (row.status === target) return
+        if (row.status === "burned") {
+          return yield* Effect.fail(new AliasBurned({ aliasId: row.id, refused: "statusChange" }))
+        }
+        if (target === "active") {
+          const { resolved } = yield* entitlementsOf(accountId)
+          if ((yield* activeCount(accountId)) >= resolved.activeAliasCap) {
+            return yield* Effect.fail(new ActiveAliasCapReached({ limit: resolved.activeAliasCap }))
+          }
+          yield* sql`UPDATE aliases SET status = 'active', plan_paused = false WHERE id = ${row.id}`.pipe(Effect.orDie)
+        } else if (target === "paused") {
+          yield* sql`UPDATE aliases SET status = 'paused', paused_at = ${at} WHERE id = ${row.id}`.pipe(Effect.orDie)
+          yield* appendEvent(sql, { accountId, alias: eventAlias(row), type: "alias.paused", time: at, data: { alias: eventAlias(row), paused_at: at.toISOString() } })
+        } else {
+          yield* burn(row, at)
+        }
+      })
+
+    /**
+     * Label, note and a transition in one transaction: a refused transition changes nothing,
+     * and the event of an accepted one carries the new label.
+     */
+    const change = Effect.fn("Aliases.change")(function*(accountId: number, id: number, input: {
+      label?: string | null | undefined
+      note?: string | null | undefined
+      to?: Transition | undefined
+    }) {
+      const at = yield* now
+      return yield* sql.withTransaction(Effect.gen(function*() {
+        yield* owned(accountId, id, true)
+        if (input.label !== undefined || input.note !== undefined) {
+          yield* sql`
+            UPDATE aliases SET
+              label = CASE WHEN ${input.label !== undefined} THEN ${input.label ?? null}::text ELSE label END,
+              note = CASE WHEN ${input.note !== undefined} THEN ${input.note ?? null}::text ELSE note END
+            WHERE id = ${id}`.pipe(Effect.orDie)
+        }
+        if (input.to !== undefined) yield* applyTransition(accountId, yield* owned(accountId, id), input.to, at)
+        return toAlias(yield* owned(accountId, id))
+      })).pipe(Effect.catchTag("SqlError", Effect.die))
+    })
+
+    const transition = (accountId: number, id: number, to: Transition) => change(accountId, id, { to })
+
+    const burn = (row: Row, at: Date) =>
+      Effect.gen(function*() {
+        yield* sql`UPDATE aliases SET status = 'burned', burned_at = ${at}, plan_paused = false WHERE id = ${row.id}`.pipe(Effect.orDie)
+        yield* appendEvent(sql, { accountId: row.account_id, alias: eventAlias(row), type: "alias.burned", time: at, data: { alias: eventAlias(row), burned_at: at.toISOString() } })
+      })
+
+    const setTimer = Effect.fn("Aliases.setTimer")(function*(accountId: number, id: number, atInput: string) {
+      const at = yield* now
+      const deadline = new Date(atInput)
+      return yield* sql.withTransaction(Effect.gen(function*() {
+        const row = yield* owned(accountId, id, true)
+        const { resolved } = yield* entitlementsOf(accountId)
+        if (!resolved.selfDestructTimers) return yield* Effect.fail(new FeatureNotInPlan({ feature: "selfDestructTimers" }))
+        if (row.status === "burned") return yield* Effect.fail(new AliasBurned({ aliasId: id, refused: "timerChange" }))
+        if (!(deadline > at)) return yield* Effect.fail(new SelfDestructNotInFuture({ selfDestructAt: atInput }))
+        yield* sql`
+          UPDATE aliases SET self_destruct_at = ${deadline}, self_destruct_suspended = false, expiring_notified_at = NULL
+          WHERE id = ${id}`.pipe(Effect.orDie)
+        return toTimer(yield* owned(accountId, id))
+      })).pipe(Effect.catchTag("SqlError", Effect.die))
+    })
+
+    const clearTimer = Effect.fn("Aliases.clearTimer")(function*(accountId: number, id: number) {
+      const row = yield* owned(accountId, id)
+      if (row.status === "burned") return yield* Effect.fail(new AliasBurned({ aliasId: id, refused: "timerChange" }))
+      yield* sql`
+        UPDATE aliases SET self_destruct_at = NULL, self_destruct_suspended = false, expiring_notified_at = NULL
+        WHERE id = ${id}`.pipe(Effect.orDie)
+      return toTimer(yield* owned(accountId, id))
+    })
+
+    const injectableAddress = Effect.fn("Aliases.injectableAddress")(function*(accountId: number, id: number) {
+      const rows = yield* sql<{ status: Status; address: string }>`
+        SELECT al.status, al.local_part || '@' || d.name AS address FROM aliases al JOIN domains d ON d.id = al.domain_id
+        WHERE al.id = ${id} AND al.account_id = ${accountId} AND al.status <> 'reserved'`.pipe(Effect.orDie)
+      const alias = rows[0]
+      if (alias === undefined) return yield* Effect.fail(new AliasNotFound({ aliasId: id }))
+      if (alias.status === "paused") return yield* Effect.fail(new AliasPaused({ aliasId: id }))
+      if (alias.status === "burned") return yield* Effect.fail(new AliasBurned({ aliasId: id, refused: "mailInjection" }))
+      return alias.address
+    })
+
+    const runTimers = Effect.gen(function*() {
+      const at = yield* now
+      return yield* sql.withTransaction(Effect.gen(function*() {
+        // Spec 3.1: an active alias burns at its deadline; a paused one waits until it is resumed.
+        const due = yield* select(sql`al.status = 'active' AND al.self_destruct_at <= ${at} AND NOT al.self_destruct_suspended`, true)
+        for (const row of due) yield* burn(row, at)
+        const notice = yield* select(sql`
+          al.status IN ('active', 'paused') AND NOT al.self_destruct_suspended AND al.expiring_notified_at IS NULL
+          AND al.self_destruct_at > ${at} AND al.self_destruct_at <= ${new Date(at.getTime() + ExpiringNoticeMs)}`, true)
+        for (const row of notice) {
+          yield* sql`UPDATE aliases SET expiring_notified_at = ${at} WHERE id = ${row.id}`.pipe(Effect.orDie)
+          yield* appendEvent(sql, {
+            accountId: row.account_id,
+            alias: eventAlias(row),
+            type: "alias.expiring",
+            time: at,
+            data: { alias: eventAlias(row), self_destruct_at: row.self_destruct_at!.toISOString() }
+          })
+        }
+        return { burned: due.length, notified: notice.length }
+      })).pipe(Effect.orDie)
+    })
+
+    const reconcilePlan = Effect.fn("Aliases.reconcilePlan")(function*(accountId: number) {
+      const at = yield* now
+      return yield* sql.withTransaction(Effect.gen(function*() {
+        const { resolved } = yield* entitlementsOf(accountId)
+        yield* sql`UPDATE aliases SET self_destruct_suspended = ${!resolved.selfDestructTimers}
+                   WHERE account_id = ${accountId} AND self_destruct_at IS NOT NULL AND status IN ('active', 'paused')`.pipe(Effect.orDie)
+        const active = yield* select(sql`al.account_id = ${accountId} AND al.status = 'active'`, true)
+        let paused = 0
+        let resumed = 0
+        if (active.length > resolved.activeAliasCap) {
+          // The most recently claimed aliases give way first; the oldest keep receiving.
+          const excess = [...active].sort((a, b) => (b.claimed_at?.getTime() ?? 0) - (a.claimed_at?.getTime() ?? 0) || b.id - a.id)
+            .slice(0, active.length - resolved.activeAliasCap)
+          for (const row of excess) {
+            yield* sql`UPDATE aliases SET status = 'paused', paused_at = ${at}, plan_paused = true WHERE id = ${row.id}`.pipe(Effect.orDie)
+            yield* appendEvent(sql, { accountId, alias: eventAlias(row), type: "alias.paused", time: at, data: { alias: eventAlias(row), paused_at: at.toISOString() } })
+          }
+          paused = excess.length
+        } else {
+          const room = resolved.activeAliasCap - active.length
+          const planPaused = yield* sql<{ id: number }>`
+            SELECT id FROM aliases WHERE account_id = ${accountId} AND status = 'paused' AND plan_paused
+            ORDER BY claimed_at, id LIMIT ${room}`.pipe(Effect.orDie)
+          if (planPaused.length > 0) {
+            yield* sql`UPDATE aliases SET status = 'active', plan_paused = false WHERE id IN ${sql.in(planPaused.map((r) => r.id))}`.pipe(Effect.orDie)
+          }
+          resumed = planPaused.length
+        }
+        return { paused, resumed }
+      })).pipe(Effect.orDie)
+    })
+
+    const sweepReservations = Effect.gen(function*() {
+      const at = yield* now
+      const rows = yield* sql`
+        DELETE FROM aliases al USING alias_reservations r
+        WHERE al.status = 'reserved' AND al.reservation_id = r.id AND (r.ended_at IS NOT NULL OR r.expires_at <= ${at})
+        RETURNING al.id`.pipe(Effect.orDie)
+      return rows.length
+    })
+
+    return Aliases.of({
+      list: (accountId, includeBurned) =>
+        select(includeBurned
+          ? sql`al.account_id = ${accountId} AND al.status <> 'reserved'`
+          : sql`al.account_id = ${accountId} AND al.status IN ('active', 'paused')`).pipe(Effect.map((rows) => rows.map(toAlias))),
+      reserve,
+      release,
+      claim,
+      transition,
+      change,
+      setTimer,
+      clearTimer,
+      injectableAddress,
+      runTimers,
+      reconcilePlan,
+      sweepReservations
+    })
+  }))
+}
+

@@ -1,0 +1,476 @@
+/**
+ * Storing accepted mail. `accept` commits, in one transaction, for each accepted alias: the
+ * message row (processing_status 'stub', the durable pipeline job), its raw bytes and the
+ * storage counters of alias and account, making room by eviction when the account's quota
+ * would be passed. Only after that commit may ingest answer 250 (or test injection 202).
+ */
+import { normalizeLocalPart } from "@burnbox/domain/aliases/index"
+import { type PlanEntitlements, type PlanOverrides, QuotaExceeded, resolveEntitlements } from "@burnbox/domain"
+import { Cause, Context, Deferred, Effect, Layer, Queue, Result } from "effect"
+import { PgTypes } from "@effect/sql-pg"
+import { SqlClient } from "effect/sql"
+import { now } from "../platform/Time.ts"
+
+export const PipelineChannel = "burnbox_pipeline"
+export const TestMessageRetentionDays = 7
+
+export type RecipientVerdict =
+  | { readonly kind: "accept"; readonly aliasId: number; readonly accountId: number }
+  | { readonly kind: "paused"; readonly aliasId: number }
+  | { readonly kind: "unknown" }
+
+export interface Delivery {
+  readonly aliasId: number
+  readonly accountId: number
+  /** The address as the sender wrote it (subaddress included). */
+  readonly recipient: string
+}
+
+export interface AcceptInput {
+  readonly deliveries: ReadonlyArray<Delivery>
+  /** The exact bytes as received: one array, or the pieces in order (a big message need never be joined). */
+  readonly raw: Uint8Array | ReadonlyArray<Uint8Array>
+  readonly source: "smtp" | "test"
+  readonly envelopeFrom: string | null
+  readonly clientAddress: string | null
+  readonly clientHelo: string | null
+}
+
+export interface Accepted {
+  readonly id: number
+  readonly aliasId: number
+  readonly receivedAt: Date
+  readonly expiresAt: Date
+}
+
+const dayMs = 86_400_000
+/** Group commit: how many batches may be in flight at once, and how many accepts one takes. */
+const BatchesInFlight = 2
+const MaxBatch = 64
+/** RCPT lookups: how many shared queries may be in flight at once. */
+const LookupsInFlight = 4
+
+/**
+ * Raw bytes above this size go to PostgreSQL in pieces of this size (staged in a large object
+ * inside the accepting transaction), so the driver never builds one protocol frame of the
+ * whole message: a 15 MB message costs the process its own bytes plus a piece, not three copies.
+ */
+export const RawPieceBytes = 1024 * 1024
+
+/** The raw bytes of one accept: `whole` when small, else `pieces` staged before the insert. */
+interface RawBytes {
+  readonly size: number
+  readonly whole: Uint8Array | null
+  readonly pieces: ReadonlyArray<Uint8Array>
+}
+const rawBytes = (raw: Uint8Array | ReadonlyArray<Uint8Array>): RawBytes => {
+  const list = raw instanceof Uint8Array ? [raw] : raw
+  const size = list.reduce((n, c) => n + c.byteLength, 0)
+  if (size <= RawPieceBytes) return { size, whole: list.length === 1 ? list[0]! : Buffer.concat(list), pieces: [] }
+  return { size, whole: null, pieces: list }
+}
+
+/** A text[] parameter that may hold only nulls (the driver cannot infer the type of those). */
+const nullableText = (values: ReadonlyArray<string | null>) => PgTypes.array(values, PgTypes.OID.text).pipe(Result.getOrThrow)
+
+/** A message about to be destroyed, with what its removal gives back to the counters. */
+export interface DestroyedMessage {
+  readonly id: number
+  readonly alias_id: number
+  readonly size_bytes: number
+  /** Counted in its alias's unread_count: unread by the owner and not in the trash. */
+  readonly unread: boolean
+}
+
+/**
+ * Destroys messages of one account (rows, raw bytes, attachments, reader state and tags go
+ * with them) and gives their bytes and unread marks back to the alias and account counters.
+ * Run it inside the caller's transaction.
+ */
+export const destroyMessages = (sql: SqlClient.SqlClient, victims: ReadonlyArray<DestroyedMessage>) =>
+  Effect.gen(function*() {
+    if (victims.length === 0) return
+    yield* sql`DELETE FROM messages WHERE id IN ${sql.in(victims.map((v) => v.id))}`
+    const byAlias = new Map<number, { bytes: number; unread: number }>()
+    for (const v of victims) {
+      const entry = byAlias.get(v.alias_id) ?? { bytes: 0, unread: 0 }
+      entry.bytes += v.size_bytes
+      entry.unread += v.unread ? 1 : 0
+      byAlias.set(v.alias_id, entry)
+    }
+    for (const [aliasId, freed] of byAlias) {
+      yield* sql`
+        UPDATE aliases SET storage_used_bytes = storage_used_bytes - ${freed.bytes}, unread_count = greatest(0, unread_count - ${freed.unread})
+        WHERE id = ${aliasId}`
+    }
+    const total = victims.reduce((n, v) => n + v.size_bytes, 0)
+    yield* sql`
+      UPDATE accounts SET storage_used_bytes = greatest(0, storage_used_bytes - ${total})
+      WHERE id = (SELECT account_id FROM aliases WHERE id = ${victims[0]!.alias_id})`
+  }).pipe(Effect.orDie)
+
+export class Mailstore extends Context.Service<Mailstore, {
+  /** RCPT TO: which alias (if any) takes mail for this address. Counts refusals of paused aliases. */
+  readonly resolveRecipient: (address: string) => Effect.Effect<RecipientVerdict>
+  readonly accept: (input: AcceptInput) => Effect.Effect<ReadonlyArray<Accepted>, QuotaExceeded>
+  /** Deletes messages past their retention; answers how many. */
+  readonly purgeExpired: Effect.Effect<number>
+}>()("burnbox/Mailstore") {
+  static readonly layer = Layer.effect(Mailstore, Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+
+    /**
+     * RCPT lookups arriving together share one query (an alias per address, by domain name
+     * and normalised local part); refusals of paused aliases are counted one by one, as rare.
+     */
+    interface Lookup {
+      readonly domain: string
+      readonly localKey: string
+      readonly done: Deferred.Deferred<RecipientVerdict>
+    }
+    const lookups = yield* Queue.unbounded<Lookup>()
+    const resolveBatch = (batch: ReadonlyArray<Lookup>) =>
+      Effect.gen(function*() {
+        const rows = yield* sql<{ n: number; id: number; account_id: number; status: string }>`
+          SELECT i.n::int4 AS n, al.id, al.account_id, al.status
+          FROM unnest(${batch.map((l) => l.domain)}::text[], ${batch.map((l) => l.localKey)}::text[]) WITH ORDINALITY AS i(domain, local_key, n)
+          JOIN domains d ON d.name = i.domain
+          JOIN aliases al ON al.domain_id = d.id AND al.local_key = i.local_key`
+        const found = new Map(rows.map((r) => [r.n, r]))
+        yield* Effect.forEach(batch, (lookup, i) =>
+          Effect.gen(function*() {
+            const row = found.get(i + 1)
+            if (row === undefined || row.status === "burned" || row.status === "reserved") return yield* Deferred.succeed(lookup.done, { kind: "unknown" })
+            if (row.status === "paused") {
+              yield* sql`UPDATE aliases SET rejected_count = rejected_count + 1 WHERE id = ${row.id}`
+              return yield* Deferred.succeed(lookup.done, { kind: "paused", aliasId: row.id })
+            }
+            // A retired domain keeps delivering to the aliases it already has; it only takes no new claims.
+            return yield* Deferred.succeed(lookup.done, { kind: "accept", aliasId: row.id, accountId: row.account_id })
+          }), { discard: true })
+      }).pipe(
+        Effect.catchCause((cause) => Effect.forEach(batch, (l) => Deferred.failCause(l.done, Cause.die(Cause.squash(cause))), { discard: true }))
+      )
+    for (let i = 0; i < LookupsInFlight; i++) {
+      yield* Queue.takeBetween(lookups, 1, MaxBatch).pipe(Effect.flatMap(resolveBatch), Effect.forever, Effect.forkScoped)
+    }
+
+    const resolveRecipient = Effect.fn("Mailstore.resolveRecipient")(function*(address: string) {
+      const at = address.lastIndexOf("@")
+      if (at <= 0) return { kind: "unknown" } as const
+      const done = yield* Deferred.make<RecipientVerdict>()
+      yield* Queue.offer(lookups, { domain: address.slice(at + 1).toLowerCase(), localKey: normalizeLocalPart(address.slice(0, at)).base, done })
+      return yield* Deferred.await(done)
+    })
+
+    /** Frees at least `needed` bytes of the account: the trash first, then the oldest unpinned mail. */
+    const evict = (accountId: number, needed: number) =>
+      Effect.gen(function*() {
+        const victims = yield* sql<{ id: number; alias_id: number; size_bytes: number; unread: boolean }>`
+          WITH candidates AS (
+            SELECT m.id, m.alias_id, m.size_bytes, NOT coalesce(s.is_read, false) AND m.trashed_at IS NULL AS unread,
+                   sum(m.size_bytes) OVER (ORDER BY m.trashed_at IS NULL, m.trashed_at, m.received_at, m.id) AS running
+            FROM messages m
+            LEFT JOIN message_states s ON s.message_id = m.id AND s.account_id = m.account_id
+            WHERE m.account_id = ${accountId} AND (m.trashed_at IS NOT NULL OR NOT coalesce(s.pinned, false))
+          )
+          SELECT id, alias_id, size_bytes, unread FROM candidates WHERE running - size_bytes < ${needed}`.pipe(Effect.orDie)
+        if (victims.length === 0) return 0
+        yield* destroyMessages(sql, victims)
+        return victims.reduce((n, v) => n + v.size_bytes, 0)
+      })
+
+    /** Stores one accepted message for each of its deliveries; inside the batch's transaction. */
+    const acceptOne = (input: AcceptInput, raw: RawBytes, staged: number | undefined, at: Date) =>
+      Effect.gen(function*() {
+        const size = raw.size
+        const accepted: Array<Accepted> = []
+        for (const delivery of input.deliveries) {
+          const [account] = yield* sql<{ storage_used_bytes: number; entitlements: PlanEntitlements; overrides: PlanOverrides }>`
+            SELECT a.storage_used_bytes::float8 AS storage_used_bytes, p.entitlements, a.overrides
+            FROM accounts a JOIN plans p ON p.code = a.plan WHERE a.id = ${delivery.accountId}`
+          const plan = resolveEntitlements(account!.entitlements, account!.overrides)
+          if (size > plan.storageQuotaBytes) {
+            return yield* Effect.fail(new QuotaExceeded({ accountId: delivery.accountId, sizeBytes: size, quotaBytes: plan.storageQuotaBytes }))
+          }
+          const overBy = account!.storage_used_bytes + size - plan.storageQuotaBytes
+          if (overBy > 0) yield* evict(delivery.accountId, overBy)
+          const retentionDays = input.source === "test" ? TestMessageRetentionDays : plan.retentionDays
+          const expiresAt = new Date(at.getTime() + retentionDays * dayMs)
+          const [row] = yield* sql<{ id: number }>`
+            WITH message AS (
+              INSERT INTO messages (account_id, alias_id, source, recipient, envelope_from, client_address, client_helo,
+                                    received_at, expires_at, size_bytes)
+              VALUES (${delivery.accountId}, ${delivery.aliasId}, ${input.source}, ${delivery.recipient}, ${input.envelopeFrom},
+                      ${input.clientAddress}, ${input.clientHelo}, ${at}, ${expiresAt}, ${size})
+              RETURNING id
+            ), raw AS (
+              INSERT INTO message_raw (message_id, raw)
+              SELECT id, coalesce(${raw.whole}::bytea, lo_get(${PgTypes.oid(staged ?? null)})) FROM message
+            ), alias AS (
+              UPDATE aliases SET storage_used_bytes = storage_used_bytes + ${size}, received_count = received_count + 1,
+                     unread_count = unread_count + 1, last_received_at = ${at}
+              WHERE id = ${delivery.aliasId}
+            ), account AS (
+              UPDATE accounts SET storage_used_bytes = storage_used_bytes + ${size} WHERE id = ${delivery.accountId}
+            )
+            SELECT id FROM message`
+          accepted.push({ id: row!.id, aliasId: delivery.aliasId, receivedAt: at, expiresAt })
+        }
+        return accepted as ReadonlyArray<Accepted>
+      })
+
+    /**
+     * Writes each big raw message into a large object, a piece per statement, inside the
+     * batch's transaction (a rollback takes it away); the insert copies it into message_raw
+     * with lo_get and the large object is dropped before commit.
+     */
+    const stageLarge = (batch: ReadonlyArray<Pending>) =>
+      Effect.gen(function*() {
+        const staged = new Map<Pending, number>()
+        for (const p of batch) {
+          if (p.raw.whole !== null) continue
+          const [created] = yield* sql<{ oid: number }>`SELECT lo_create(0) AS oid`
+          const oid = created!.oid
+          let offset = 0
+          let piece: Array<Uint8Array> = []
+          let pieceBytes = 0
+          const flush = Effect.suspend(() => {
+            if (pieceBytes === 0) return Effect.void
+            const bytes = piece.length === 1 ? piece[0]! : Buffer.concat(piece, pieceBytes)
+            const at = offset
+            offset += pieceBytes
+            piece = []
+            pieceBytes = 0
+            return sql`SELECT lo_put(${PgTypes.oid(oid)}, ${at}, ${bytes})`.pipe(Effect.asVoid)
+          })
+          for (const chunk of p.raw.pieces) {
+            for (let start = 0; start < chunk.byteLength;) {
+              const take = Math.min(chunk.byteLength - start, RawPieceBytes - pieceBytes)
+              piece.push(chunk.subarray(start, start + take))
+              pieceBytes += take
+              start += take
+              if (pieceBytes === RawPieceBytes) yield* flush
+            }
+          }
+          yield* flush
+          staged.set(p, oid)
+        }
+        return staged as ReadonlyMap<Pending, number>
+      })
+    const unlinkStaged = (staged: ReadonlyMap<Pending, number>) =>
+      staged.size === 0
+        ? Effect.void
+        : sql`SELECT lo_unlink(o) FROM unnest(${PgTypes.array([...staged.values()], PgTypes.OID.oid).pipe(Result.getOrThrow)}) AS o`.pipe(Effect.asVoid)
+
+    interface AccountQuota {
+      readonly storageUsedBytes: number
+      readonly plan: PlanEntitlements
+    }
+    interface LockedAccount {
+      readonly id: number
+      readonly used: number
+      readonly entitlements: PlanEntitlements
+      readonly overrides: PlanOverrides
+    }
+    const quotaOf = (a: LockedAccount): AccountQuota => ({ storageUsedBytes: a.used, plan: resolveEntitlements(a.entitlements, a.overrides) })
+
+    /**
+     * The plan of each account as last read under its lock. The set-based statement takes
+     * retention from here; what it assumed is checked against the rows it locked before the
+     * transaction may commit, so a stale entry costs a retry, never a wrong row.
+     */
+    const knownPlans = new Map<number, PlanEntitlements>()
+
+    /** True when every message of the batch fits its accounts' quotas as they stand: nothing to evict or refuse. */
+    const fitsWithoutEviction = (batch: ReadonlyArray<Pending>, quotas: ReadonlyMap<number, AccountQuota>) => {
+      const adding = new Map<number, number>()
+      for (const p of batch) {
+        for (const delivery of p.input.deliveries) {
+          const quota = quotas.get(delivery.accountId)
+          if (quota === undefined || p.raw.size > quota.plan.storageQuotaBytes) return false
+          adding.set(delivery.accountId, (adding.get(delivery.accountId) ?? 0) + p.raw.size)
+        }
+      }
+      for (const [accountId, bytes] of adding) {
+        const quota = quotas.get(accountId)!
+        if (quota.storageUsedBytes + bytes > quota.plan.storageQuotaBytes) return false
+      }
+      return true
+    }
+
+    /** The set-based statement cannot take this batch (a plan changed, eviction is needed, it failed). */
+    class NotSetBased {
+      readonly _tag = "NotSetBased"
+      /** Only a plan differed from what the statement assumed: the statement may try again. */
+      readonly stalePlan: boolean
+      constructor(stalePlan: boolean) {
+        this.stalePlan = stalePlan
+      }
+    }
+
+    /**
+     * The whole batch in one statement: it locks the batch's accounts (in id order, before
+     * anything else), draws the ids, inserts every message row and raw copy, updates the
+     * counters once per alias and per account, and notifies the pipeline. It answers the locked
+     * accounts as they were before the batch, and this checks, before the transaction can
+     * commit, that each plan is the one the statement assumed and that nothing needed eviction
+     * or was over a quota; if not, the transaction rolls back (NotSetBased).
+     */
+    const acceptSet = (batch: ReadonlyArray<Pending>, accountIds: ReadonlyArray<number>, at: Date) =>
+      Effect.gen(function*() {
+        const staged = yield* stageLarge(batch)
+        const rows = batch.flatMap((p, n) => p.input.deliveries.map((delivery) => {
+          const plan = knownPlans.get(delivery.accountId)!
+          const retentionDays = p.input.source === "test" ? TestMessageRetentionDays : plan.retentionDays
+          return { n: n + 1, delivery, input: p.input, size: p.raw.size, expiresAt: new Date(at.getTime() + retentionDays * dayMs) }
+        }))
+        const [answer] = yield* sql<{ ids: ReadonlyArray<readonly [number, number]> | null; accounts: ReadonlyArray<LockedAccount> | null }>`
+          WITH locked AS (
+            SELECT a.id, a.storage_used_bytes::float8 AS used, p.entitlements, a.overrides
+            FROM accounts a JOIN plans p ON p.code = a.plan
+            WHERE a.id = ANY(${accountIds}::int4[]) ORDER BY a.id FOR NO KEY UPDATE OF a
+          ), input AS (
+            SELECT * FROM unnest(${rows.map((_, i) => i + 1)}::int4[], ${rows.map((r) => r.n)}::int4[],
+                                 ${rows.map((r) => r.delivery.accountId)}::int4[], ${rows.map((r) => r.delivery.aliasId)}::int4[],
+                                 ${rows.map((r) => r.input.source)}::text[], ${rows.map((r) => r.delivery.recipient)}::text[],
+                                 ${nullableText(rows.map((r) => r.input.envelopeFrom))}, ${nullableText(rows.map((r) => r.input.clientAddress))},
+                                 ${nullableText(rows.map((r) => r.input.clientHelo))}, ${rows.map((r) => r.expiresAt)}::timestamptz[],
+                                 ${rows.map((r) => r.size)}::int4[])
+              AS i(ord, n, account_id, alias_id, source, recipient, envelope_from, client_address, client_helo, expires_at, size_bytes)
+          ), ids AS (
+            -- every account locked first (the count reads them all), so batches never deadlock
+            SELECT ord, nextval(pg_get_serial_sequence('messages', 'id'))::int4 AS id FROM input
+            WHERE (SELECT count(*) FROM locked) = ${accountIds.length}
+          ), message AS (
+            INSERT INTO messages (id, account_id, alias_id, source, recipient, envelope_from, client_address, client_helo,
+                                  received_at, expires_at, size_bytes)
+            OVERRIDING SYSTEM VALUE
+            SELECT ids.id, i.account_id, i.alias_id, i.source, i.recipient, i.envelope_from, i.client_address, i.client_helo,
+                   ${at}, i.expires_at, i.size_bytes
+            FROM input i JOIN ids USING (ord)
+            RETURNING account_id, alias_id, size_bytes
+          ), raw AS (
+            INSERT INTO message_raw (message_id, raw)
+            SELECT ids.id, coalesce(r.raw, lo_get(r.staged)) FROM input i JOIN ids USING (ord)
+            JOIN unnest(${PgTypes.array(batch.map((p) => p.raw.whole), PgTypes.OID.bytea).pipe(Result.getOrThrow)},
+                        ${PgTypes.array(batch.map((p) => staged.get(p) ?? null), PgTypes.OID.oid).pipe(Result.getOrThrow)})
+              WITH ORDINALITY AS r(raw, staged, n) ON r.n = i.n
+          ), alias AS (
+            UPDATE aliases al SET storage_used_bytes = al.storage_used_bytes + s.bytes, received_count = al.received_count + s.count,
+                   unread_count = al.unread_count + s.count, last_received_at = ${at}
+            FROM (SELECT alias_id, sum(size_bytes) AS bytes, count(*)::int4 AS count FROM message GROUP BY alias_id) s
+            WHERE al.id = s.alias_id
+          ), account AS (
+            UPDATE accounts a SET storage_used_bytes = a.storage_used_bytes + s.bytes
+            FROM (SELECT account_id, sum(size_bytes) AS bytes FROM message GROUP BY account_id) s
+            WHERE a.id = s.account_id
+          )
+          SELECT (SELECT json_agg(json_build_array(ord, id)) FROM ids) AS ids,
+                 (SELECT json_agg(json_build_object('id', id, 'used', used, 'entitlements', entitlements, 'overrides', overrides)) FROM locked) AS accounts,
+                 (SELECT count(*) FROM pg_notify(${PipelineChannel}, '')) AS notified`
+        yield* unlinkStaged(staged)
+        const locked = answer?.accounts ?? []
+        const quotas = new Map(locked.map((a) => [a.id, quotaOf(a)]))
+        const assumed = accountIds.every((id) => knownPlans.get(id)?.retentionDays === quotas.get(id)?.plan.retentionDays)
+        for (const [id, quota] of quotas) knownPlans.set(id, quota.plan)
+        const ids = answer?.ids ?? []
+        if (ids.length !== rows.length || !fitsWithoutEviction(batch, quotas)) return yield* Effect.fail(new NotSetBased(false))
+        if (!assumed) return yield* Effect.fail(new NotSetBased(true))
+        const idOf = new Map(ids.map(([ord, id]) => [ord, id]))
+        const accepted: Array<Array<Accepted>> = batch.map(() => [])
+        rows.forEach((r, i) => accepted[r.n - 1]!.push({ id: idOf.get(i + 1)!, aliasId: r.delivery.aliasId, receivedAt: at, expiresAt: r.expiresAt }))
+        return accepted.map((list) => Result.succeed(list as ReadonlyArray<Accepted>))
+      }).pipe(Effect.catchTag("SqlError", (error) =>
+        Effect.logWarning("group commit: the set-based statement failed; the batch is stored message by message", error).pipe(
+          Effect.andThen(Effect.fail(new NotSetBased(false)))
+        )))
+
+    /**
+     * Group commit: accepts arriving together share one transaction (and one WAL flush).
+     * The accounts involved are locked first, in id order, so batches never deadlock. The
+     * usual batch is the one set-based statement; when a plan is not known yet or changed, an
+     * account needs eviction, a message is over a quota or the statement fails, the batch is
+     * done again with each message in its own savepoint, so one refused message leaves the
+     * others stored.
+     */
+    interface Pending {
+      readonly input: AcceptInput
+      readonly raw: RawBytes
+      readonly done: Deferred.Deferred<ReadonlyArray<Accepted>, QuotaExceeded>
+    }
+    const pending = yield* Queue.unbounded<Pending>()
+    const accountsOf = (batch: ReadonlyArray<Pending>) =>
+      [...new Set(batch.flatMap((p) => p.input.deliveries.map((d) => d.accountId)))].sort((a, b) => a - b)
+    const setBased = (batch: ReadonlyArray<Pending>, at: Date) =>
+      sql.withTransaction(acceptSet(batch, accountsOf(batch), at))
+    const messageByMessage = (batch: ReadonlyArray<Pending>, at: Date) =>
+      sql.withTransaction(Effect.gen(function*() {
+        const accountIds = accountsOf(batch)
+        const accounts = accountIds.length === 0 ? [] : yield* sql<LockedAccount>`
+          SELECT a.id, a.storage_used_bytes::float8 AS used, p.entitlements, a.overrides
+          FROM accounts a JOIN plans p ON p.code = a.plan
+          WHERE a.id IN ${sql.in(accountIds)} ORDER BY a.id FOR NO KEY UPDATE OF a`
+        for (const a of accounts) knownPlans.set(a.id, quotaOf(a).plan)
+        const staged = yield* stageLarge(batch)
+        const results = yield* Effect.forEach(batch, (p) => sql.withTransaction(acceptOne(p.input, p.raw, staged.get(p), at)).pipe(Effect.result))
+        yield* unlinkStaged(staged)
+        yield* sql`SELECT pg_notify(${PipelineChannel}, '')`
+        return results
+      }))
+    const runBatch = (batch: ReadonlyArray<Pending>) =>
+      Effect.gen(function*() {
+        const at = yield* now
+        const known = batch.every((p) => p.input.deliveries.every((d) => knownPlans.has(d.accountId)))
+        const outcomes = known
+          ? yield* setBased(batch, at).pipe(
+            Effect.catchTag("NotSetBased", (e) => e.stalePlan ? setBased(batch, at) : Effect.fail(e)),
+            Effect.catchTag("NotSetBased", () => messageByMessage(batch, at))
+          )
+          : yield* messageByMessage(batch, at)
+        yield* Effect.forEach(batch, (p, i) => {
+          const outcome = outcomes[i]!
+          return Result.isSuccess(outcome)
+            ? Deferred.succeed(p.done, outcome.success)
+            : outcome.failure._tag === "QuotaExceeded"
+            ? Deferred.fail(p.done, outcome.failure)
+            : Deferred.die(p.done, outcome.failure)
+        }, { discard: true })
+      }).pipe(
+        Effect.catchCause((cause) => Effect.forEach(batch, (p) => Deferred.failCause(p.done, Cause.die(Cause.squash(cause))), { discard: true }))
+      )
+    // Two batches in flight: one gathers and sends while the other waits for its commit.
+    for (let i = 0; i < BatchesInFlight; i++) {
+      yield* Queue.takeBetween(pending, 1, MaxBatch).pipe(Effect.flatMap(runBatch), Effect.forever, Effect.forkScoped)
+    }
+
+    const accept = Effect.fn("Mailstore.accept")(function*(input: AcceptInput) {
+      const done = yield* Deferred.make<ReadonlyArray<Accepted>, QuotaExceeded>()
+      yield* Queue.offer(pending, { input, raw: rawBytes(input.raw), done })
+      return yield* Deferred.await(done)
+    })
+
+    const purgeExpired = Effect.gen(function*() {
+      const at = yield* now
+      return yield* sql.withTransaction(Effect.gen(function*() {
+        const victims = yield* sql<{ id: number; alias_id: number; size_bytes: number; unread: boolean }>`
+          SELECT m.id, m.alias_id, m.size_bytes, NOT coalesce(s.is_read, false) AND m.trashed_at IS NULL AS unread
+          FROM messages m LEFT JOIN message_states s ON s.message_id = m.id AND s.account_id = m.account_id
+          WHERE m.expires_at <= ${at} OR m.trash_purge_at <= ${at}
+          ORDER BY m.id LIMIT 1000 FOR UPDATE OF m SKIP LOCKED`
+        type Victim = (typeof victims)[number]
+        const byAccount = new Map<number, Array<Victim>>()
+        for (const v of victims) {
+          const [owner] = yield* sql<{ account_id: number }>`SELECT account_id FROM aliases WHERE id = ${v.alias_id}`
+          const list = byAccount.get(owner!.account_id) ?? []
+          list.push(v)
+          byAccount.set(owner!.account_id, list)
+        }
+        for (const list of byAccount.values()) yield* destroyMessages(sql, list)
+        return victims.length
+      })).pipe(Effect.orDie)
+    })
+
+    return Mailstore.of({ resolveRecipient, accept, purgeExpired })
+  }))
+}

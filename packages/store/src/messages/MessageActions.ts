@@ -1,0 +1,405 @@
+/**
+ * Changing mail as its reader (spec 3.2, 4.5): reader state (PATCH and bulk flags and tags),
+ * the trash (delete, restore, empty, delete forever), the remote-image preference, and the
+ * HTML and attachment bodies.
+ *
+ * Every change runs in one transaction that first locks the owner's account row (as ingest
+ * does before it stores or evicts), then the messages in id order: counters of aliases and
+ * account are only ever touched in that order, so changes, ingest and eviction cannot deadlock.
+ */
+import {
+  AliasNotFound,
+  type BulkAction,
+  type BulkMessageResult,
+  BulkTagActionWithoutTag,
+  type EmptyTrashResult,
+  type EventAlias,
+  type MessageOutcome,
+  MessageNotFound,
+  type MessageState,
+  PinLimitReached,
+  type PlanEntitlements,
+  type PlanOverrides,
+  type RemoteImagePreference,
+  resolveEntitlements,
+  type Tag,
+  type TagInput,
+  TagNotOwned,
+  type UpdateMessageState
+} from "@burnbox/domain"
+import { sanitizeEmailHtml } from "@burnbox/domain/mail/index"
+import { Context, Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+import { BurnboxConfig } from "../platform/Config.ts"
+import { destroyMessages } from "./Mailstore.ts"
+import { senderAddressOf } from "./Messages.ts"
+import { appendEvent } from "../webhooks/Outbox.ts"
+import { now } from "../platform/Time.ts"
+
+const dayMs = 86_400_000
+
+/** A message as a change sees it: where it lives and the caller's marks on it. */
+interface Target {
+  id: number
+  alias_id: number
+  local_part: string
+  domain: string
+  label: string | null
+  size_bytes: number
+  expires_at: Date
+  trashed_at: Date | null
+  trash_purge_at: Date | null
+  is_read: boolean
+  starred: boolean
+  pinned: boolean
+  archived: boolean
+}
+
+type Flags = Partial<Pick<Target, "is_read" | "starred" | "pinned" | "archived">>
+
+/** The purge deadline fixed when a message goes to the trash: the earlier of its retention and the trash window. */
+export const trashPurgeDeadline = (expiresAt: Date, trashedAt: Date, trashRetentionDays: number): Date =>
+  new Date(Math.min(expiresAt.getTime(), trashedAt.getTime() + trashRetentionDays * dayMs))
+
+export interface HtmlBody {
+  readonly html: string
+  readonly remoteImagesAllowed: boolean
+}
+
+export interface AttachmentBody {
+  readonly filename: string
+  readonly mimeType: string
+  readonly dangerous: boolean
+  readonly previewable: boolean
+  readonly content: Uint8Array
+}
+
+const notFound = (messageId: number) => new MessageNotFound({ messageId })
+const notOwned = (tagIds: ReadonlyArray<number>, input: TagInput) => new TagNotOwned({ tagIds, input })
+
+const flagOfAction: Partial<Record<BulkAction, Flags>> = {
+  mark_read: { is_read: true },
+  mark_unread: { is_read: false },
+  star: { starred: true },
+  unstar: { starred: false },
+  pin: { pinned: true },
+  unpin: { pinned: false },
+  archive: { archived: true },
+  unarchive: { archived: false }
+}
+
+export class MessageActions extends Context.Service<MessageActions, {
+  readonly updateState: (accountId: number, id: number, patch: UpdateMessageState) =>
+    Effect.Effect<MessageState, MessageNotFound | PinLimitReached | TagNotOwned>
+  readonly bulk: (accountId: number, input: { readonly ids: ReadonlyArray<number>; readonly action: BulkAction; readonly tagId?: number | undefined }) =>
+    Effect.Effect<BulkMessageResult, MessageNotFound | PinLimitReached | TagNotOwned | BulkTagActionWithoutTag>
+  /** DELETE /messages/{id}: to the trash when the owner's plan has one, else (or with `permanent`) destroyed. */
+  readonly remove: (accountId: number, id: number, permanent: boolean) => Effect.Effect<void, MessageNotFound>
+  readonly restore: (accountId: number, id: number) => Effect.Effect<void, MessageNotFound>
+  readonly emptyTrash: (accountId: number, aliasId: number | undefined) => Effect.Effect<EmptyTrashResult, AliasNotFound>
+  /** The sanitized HTML, or undefined when the message is not the caller's or has no HTML. */
+  readonly html: (accountId: number, id: number, remote: boolean) => Effect.Effect<HtmlBody | undefined>
+  readonly setRemoteImagePreference: (accountId: number, id: number, alwaysLoad: boolean) =>
+    Effect.Effect<RemoteImagePreference, MessageNotFound>
+  readonly attachment: (accountId: number, messageId: number, attachmentId: number) => Effect.Effect<AttachmentBody | undefined>
+}>()("burnbox/MessageActions") {
+  static readonly layer = Layer.effect(MessageActions, Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const config = yield* BurnboxConfig
+
+    /** Locks the account row and answers its resolved plan. */
+    const lockAccount = (accountId: number) =>
+      sql<{ entitlements: PlanEntitlements; overrides: PlanOverrides }>`
+        SELECT p.entitlements, a.overrides FROM accounts a JOIN plans p ON p.code = a.plan
+        WHERE a.id = ${accountId} FOR NO KEY UPDATE OF a`.pipe(
+        Effect.map(([row]) => resolveEntitlements(row!.entitlements, row!.overrides))
+      )
+
+    /** Locks the caller's messages among `ids`, in id order. */
+    const lockTargets = (accountId: number, ids: ReadonlyArray<number>) =>
+      sql<Target>`
+        SELECT m.id, m.alias_id, al.local_part, d.name AS domain, al.label, m.size_bytes, m.expires_at, m.trashed_at,
+               m.trash_purge_at, coalesce(s.is_read, false) AS is_read, coalesce(s.starred, false) AS starred,
+               coalesce(s.pinned, false) AS pinned, coalesce(s.archived, false) AS archived
+        FROM messages m
+        JOIN aliases al ON al.id = m.alias_id
+        JOIN domains d ON d.id = al.domain_id
+        LEFT JOIN message_states s ON s.message_id = m.id AND s.account_id = ${accountId}
+        WHERE m.id IN ${sql.in(ids)} AND m.account_id = ${accountId}
+        ORDER BY m.id
+        FOR UPDATE OF m`
+
+    /** All of `ids`, or MessageNotFound (the first id missing) with nothing changed when any is not the caller's. */
+    const lockAll = (accountId: number, ids: ReadonlyArray<number>) =>
+      Effect.flatMap(lockTargets(accountId, ids), (rows) => {
+        if (rows.length === new Set(ids).size) return Effect.succeed(rows)
+        const found = new Set(rows.map((row) => row.id))
+        return Effect.fail(notFound(ids.find((id) => !found.has(id)) ?? ids[0]!))
+      })
+
+    /** aliases.unread_count counts the owner's unread mail outside the trash. */
+    const adjustUnread = (deltas: ReadonlyArray<{ aliasId: number; delta: number }>) =>
+      Effect.gen(function*() {
+        const byAlias = new Map<number, number>()
+        for (const { aliasId, delta } of deltas) byAlias.set(aliasId, (byAlias.get(aliasId) ?? 0) + delta)
+        for (const [aliasId, delta] of [...byAlias].sort(([a], [b]) => a - b)) {
+          if (delta !== 0) yield* sql`UPDATE aliases SET unread_count = greatest(0, unread_count + ${delta}) WHERE id = ${aliasId}`
+        }
+      })
+
+    const ownTags = (accountId: number, tagIds: ReadonlyArray<number>) =>
+      tagIds.length === 0
+        ? Effect.succeed(0)
+        : sql<{ n: number }>`SELECT count(*)::int AS n FROM tags WHERE account_id = ${accountId} AND id IN ${sql.in(tagIds)}`.pipe(
+          Effect.map(([row]) => row!.n)
+        )
+
+    /** Applies flags to the targets; answers how many actually changed. PinLimitReached when pins would pass maxPinned. */
+    const setFlags = (accountId: number, plan: PlanEntitlements, targets: ReadonlyArray<Target>, flags: Flags) =>
+      Effect.gen(function*() {
+        const keys = Object.keys(flags) as Array<keyof Flags>
+        const changed = targets.filter((t) => keys.some((k) => flags[k] !== undefined && flags[k] !== t[k]))
+        if (changed.length === 0) return 0
+        if (flags.pinned === true) {
+          const newlyPinned = changed.filter((t) => !t.pinned && t.trashed_at === null).length
+          const [row] = yield* sql<{ n: number }>`
+            SELECT count(*)::int AS n FROM message_states s JOIN messages m ON m.id = s.message_id
+            WHERE s.account_id = ${accountId} AND s.pinned AND m.trashed_at IS NULL`
+          if (newlyPinned > 0 && row!.n + newlyPinned > plan.maxPinned) {
+            return yield* Effect.fail(new PinLimitReached({ limit: plan.maxPinned }))
+          }
+        }
+        const ids = changed.map((t) => t.id)
+        yield* sql`
+          INSERT INTO message_states (message_id, account_id)
+          SELECT id, ${accountId} FROM messages WHERE id IN ${sql.in(ids)}
+          ON CONFLICT DO NOTHING`
+        yield* sql`
+          UPDATE message_states SET
+            is_read = coalesce(${flags.is_read ?? null}::boolean, is_read),
+            starred = coalesce(${flags.starred ?? null}::boolean, starred),
+            pinned = coalesce(${flags.pinned ?? null}::boolean, pinned),
+            archived = coalesce(${flags.archived ?? null}::boolean, archived)
+          WHERE account_id = ${accountId} AND message_id IN ${sql.in(ids)}`
+        if (flags.is_read !== undefined) {
+          yield* adjustUnread(changed
+            .filter((t) => t.is_read !== flags.is_read && t.trashed_at === null)
+            .map((t) => ({ aliasId: t.alias_id, delta: flags.is_read ? -1 : 1 })))
+        }
+        return changed.length
+      })
+
+    const tagsOf = (accountId: number, id: number) =>
+      sql<Tag>`
+        SELECT t.id, t.name, t.color FROM message_tags mt JOIN tags t ON t.id = mt.tag_id
+        WHERE mt.account_id = ${accountId} AND mt.message_id = ${id} ORDER BY t.name_key, t.id`
+
+    const updateState = Effect.fn("MessageActions.updateState")(function*(accountId: number, id: number, patch: UpdateMessageState) {
+      return yield* sql.withTransaction(Effect.gen(function*() {
+        const plan = yield* lockAccount(accountId)
+        const [target] = yield* lockTargets(accountId, [id])
+        if (target === undefined) return yield* Effect.fail(notFound(id))
+        const tagIds = patch.tagIds
+        if (tagIds !== undefined && (yield* ownTags(accountId, tagIds)) !== tagIds.length) return yield* Effect.fail(notOwned(tagIds, "tagIds"))
+        const flags: Flags = {
+          ...(patch.isRead === undefined ? {} : { is_read: patch.isRead }),
+          ...(patch.starred === undefined ? {} : { starred: patch.starred }),
+          ...(patch.pinned === undefined ? {} : { pinned: patch.pinned }),
+          ...(patch.archived === undefined ? {} : { archived: patch.archived })
+        }
+        yield* setFlags(accountId, plan, [target], flags)
+        if (tagIds !== undefined) {
+          yield* tagIds.length === 0
+            ? sql`DELETE FROM message_tags WHERE message_id = ${id} AND account_id = ${accountId}`
+            : sql`DELETE FROM message_tags WHERE message_id = ${id} AND account_id = ${accountId} AND tag_id NOT IN ${sql.in(tagIds)}`
+          if (tagIds.length > 0) {
+            yield* sql`
+              INSERT INTO message_tags (message_id, account_id, tag_id)
+              SELECT ${id}, ${accountId}, id FROM tags WHERE account_id = ${accountId} AND id IN ${sql.in(tagIds)}
+              ON CONFLICT DO NOTHING`
+          }
+        }
+        const state = { ...target, ...flags }
+        return {
+          isRead: state.is_read,
+          starred: state.starred,
+          pinned: state.pinned,
+          archived: state.archived,
+          tags: yield* tagsOf(accountId, id)
+        } satisfies MessageState
+      })).pipe(Effect.catchTag("SqlError", Effect.die))
+    })
+
+    /** Trashes or destroys the targets, as the owner's plan says; one outcome per target. */
+    const deleteTargets = (plan: PlanEntitlements, targets: ReadonlyArray<Target>, forever: boolean) =>
+      Effect.gen(function*() {
+        const at = yield* now
+        const trashDays = plan.trashRetentionDays
+        const outcomes = new Map<number, MessageOutcome>()
+        const inMailbox = targets.filter((t) => t.trashed_at === null)
+        // A plain delete never destroys what is already in the trash, whatever the plan is now (spec 4.5, rule 7).
+        const toDestroy = forever ? targets : trashDays <= 0 ? inMailbox : []
+        const toTrash = forever || trashDays <= 0 ? [] : inMailbox
+        for (const t of targets) {
+          if (t.trashed_at !== null && !forever) {
+            outcomes.set(t.id, { id: t.id, outcome: "trashed", trashPurgeAt: t.trash_purge_at?.toISOString() ?? null })
+          }
+        }
+        for (const t of toTrash) {
+          const purgeAt = trashPurgeDeadline(t.expires_at, at, trashDays)
+          yield* sql`UPDATE messages SET trashed_at = ${at}, trash_purge_at = ${purgeAt} WHERE id = ${t.id}`
+          outcomes.set(t.id, { id: t.id, outcome: "trashed", trashPurgeAt: purgeAt.toISOString() })
+        }
+        yield* adjustUnread(toTrash.filter((t) => !t.is_read).map((t) => ({ aliasId: t.alias_id, delta: -1 })))
+        yield* destroyMessages(sql, toDestroy.map((t) => ({
+          id: t.id,
+          alias_id: t.alias_id,
+          size_bytes: t.size_bytes,
+          unread: !t.is_read && t.trashed_at === null
+        })))
+        for (const t of toDestroy) outcomes.set(t.id, { id: t.id, outcome: "deleted", trashPurgeAt: null })
+        return { outcomes, trashed: toTrash.length, deleted: toTrash.length + toDestroy.length }
+      })
+
+    /** Takes the targets out of the trash, with message.restored for each one that was in it. */
+    const restoreTargets = (accountId: number, targets: ReadonlyArray<Target>) =>
+      Effect.gen(function*() {
+        const at = yield* now
+        const trashed = targets.filter((t) => t.trashed_at !== null)
+        if (trashed.length === 0) return 0
+        yield* sql`UPDATE messages SET trashed_at = NULL, trash_purge_at = NULL WHERE id IN ${sql.in(trashed.map((t) => t.id))}`
+        yield* adjustUnread(trashed.filter((t) => !t.is_read).map((t) => ({ aliasId: t.alias_id, delta: 1 })))
+        for (const t of trashed) {
+          const alias: EventAlias = { id: t.alias_id, address: `${t.local_part}@${t.domain}`, label: t.label }
+          yield* appendEvent(sql, {
+            accountId,
+            alias,
+            type: "message.restored",
+            time: at,
+            data: { alias, message_id: t.id, restored_at: at.toISOString(), url: `${config.baseUrl}/messages/${t.id}` }
+          })
+        }
+        return trashed.length
+      })
+
+    const remove = Effect.fn("MessageActions.remove")(function*(accountId: number, id: number, permanent: boolean) {
+      yield* sql.withTransaction(Effect.gen(function*() {
+        const plan = yield* lockAccount(accountId)
+        const targets = yield* lockAll(accountId, [id])
+        yield* deleteTargets(plan, targets, permanent)
+      })).pipe(Effect.catchTag("SqlError", Effect.die))
+    })
+
+    const restore = Effect.fn("MessageActions.restore")(function*(accountId: number, id: number) {
+      yield* sql.withTransaction(Effect.gen(function*() {
+        yield* lockAccount(accountId)
+        const targets = yield* lockAll(accountId, [id])
+        yield* restoreTargets(accountId, targets)
+      })).pipe(Effect.catchTag("SqlError", Effect.die))
+    })
+
+    const bulk = Effect.fn("MessageActions.bulk")(function*(
+      accountId: number,
+      input: { readonly ids: ReadonlyArray<number>; readonly action: BulkAction; readonly tagId?: number | undefined }
+    ) {
+      const { action, ids, tagId } = input
+      const tagAction = action === "add_tag" || action === "remove_tag"
+      if (tagAction && tagId === undefined) {
+        return yield* Effect.fail(new BulkTagActionWithoutTag({ action }))
+      }
+      return yield* sql.withTransaction(Effect.gen(function*() {
+        const plan = yield* lockAccount(accountId)
+        const targets = yield* lockAll(accountId, ids)
+        const result = { updated: 0, deleted: 0, trashed: 0, restored: 0, outcomes: [] as Array<MessageOutcome> }
+        const flags = flagOfAction[action]
+        if (flags !== undefined) {
+          result.updated = yield* setFlags(accountId, plan, targets, flags)
+        } else if (tagAction && tagId !== undefined) {
+          if ((yield* ownTags(accountId, [tagId])) !== 1) return yield* Effect.fail(notOwned([tagId], "tagId"))
+          const changed = action === "add_tag"
+            ? yield* sql`
+                INSERT INTO message_tags (message_id, account_id, tag_id)
+                SELECT id, ${accountId}, ${tagId} FROM messages WHERE id IN ${sql.in(ids)}
+                ON CONFLICT DO NOTHING RETURNING message_id`
+            : yield* sql`
+                DELETE FROM message_tags WHERE account_id = ${accountId} AND tag_id = ${tagId} AND message_id IN ${sql.in(ids)}
+                RETURNING message_id`
+          result.updated = changed.length
+        } else if (action === "restore") {
+          result.restored = yield* restoreTargets(accountId, targets)
+          result.outcomes = ids.map((id) => ({ id, outcome: "restored", trashPurgeAt: null }))
+        } else {
+          const done = yield* deleteTargets(plan, targets, action === "delete_forever")
+          result.deleted = done.deleted
+          result.trashed = done.trashed
+          result.outcomes = ids.map((id) => done.outcomes.get(id)!)
+        }
+        return result satisfies BulkMessageResult
+      })).pipe(Effect.catchTag("SqlError", Effect.die))
+    })
+
+    const emptyTrash = Effect.fn("MessageActions.emptyTrash")(function*(accountId: number, aliasId: number | undefined) {
+      if (aliasId !== undefined) {
+        const owned = yield* sql`SELECT 1 FROM aliases WHERE id = ${aliasId} AND account_id = ${accountId}`.pipe(Effect.orDie)
+        if (owned.length === 0) return yield* Effect.fail(new AliasNotFound({ aliasId }))
+      }
+      const inAlias = aliasId === undefined ? sql`true` : sql`m.alias_id = ${aliasId}`
+      return yield* sql.withTransaction(Effect.gen(function*() {
+        yield* lockAccount(accountId)
+        const victims = yield* sql<{ id: number; alias_id: number; size_bytes: number }>`
+          SELECT m.id, m.alias_id, m.size_bytes FROM messages m
+          WHERE m.account_id = ${accountId} AND m.trashed_at IS NOT NULL AND ${inAlias}
+          ORDER BY m.trashed_at, m.id LIMIT 1000
+          FOR UPDATE OF m SKIP LOCKED`
+        // Mail in the trash is not in any unread count.
+        yield* destroyMessages(sql, victims.map((v) => ({ ...v, unread: false })))
+        const [left] = yield* sql<{ n: number }>`
+          SELECT count(*)::int AS n FROM messages m WHERE m.account_id = ${accountId} AND m.trashed_at IS NOT NULL AND ${inAlias}`
+        return { deleted: victims.length, remaining: left!.n } satisfies EmptyTrashResult
+      })).pipe(Effect.orDie)
+    })
+
+    const preferenceOf = (accountId: number, sender: string) =>
+      sql<{ always_load: boolean }>`
+        SELECT always_load FROM remote_image_preferences WHERE account_id = ${accountId} AND sender = ${sender}`.pipe(
+        Effect.map((rows) => rows[0]?.always_load ?? false)
+      )
+
+    const html = Effect.fn("MessageActions.html")(function*(accountId: number, id: number, remote: boolean) {
+      const [row] = yield* sql<{ html_original: string | null; html_sanitized: string | null; sender_address: string; envelope_from: string | null }>`
+        SELECT html_original, html_sanitized, sender_address, envelope_from FROM messages
+        WHERE id = ${id} AND account_id = ${accountId}`.pipe(Effect.orDie)
+      if (row === undefined || row.html_sanitized === null) return undefined
+      const allow = remote || (yield* preferenceOf(accountId, senderAddressOf(row).toLowerCase()).pipe(Effect.orDie))
+      // The stored rendering blocks remote images; loading them is a fresh sanitization of the original.
+      return allow && row.html_original !== null
+        ? { html: sanitizeEmailHtml(row.html_original, { allowRemoteImages: true }).html, remoteImagesAllowed: true }
+        : { html: row.html_sanitized, remoteImagesAllowed: false }
+    })
+
+    const setRemoteImagePreference = Effect.fn("MessageActions.setRemoteImagePreference")(function*(accountId: number, id: number, alwaysLoad: boolean) {
+      const [row] = yield* sql<{ sender_address: string; envelope_from: string | null }>`
+        SELECT sender_address, envelope_from FROM messages WHERE id = ${id} AND account_id = ${accountId}`.pipe(Effect.orDie)
+      if (row === undefined) return yield* Effect.fail(notFound(id))
+      const sender = senderAddressOf(row).toLowerCase()
+      const at = yield* now
+      yield* sql`
+        INSERT INTO remote_image_preferences (account_id, sender, always_load, updated_at)
+        VALUES (${accountId}, ${sender}, ${alwaysLoad}, ${at})
+        ON CONFLICT (account_id, sender) DO UPDATE SET always_load = excluded.always_load, updated_at = excluded.updated_at`.pipe(Effect.orDie)
+      return { sender, alwaysLoad } satisfies RemoteImagePreference
+    })
+
+    const attachment = Effect.fn("MessageActions.attachment")(function*(accountId: number, messageId: number, attachmentId: number) {
+      const [row] = yield* sql<{ filename: string; mime_type: string; dangerous: boolean; previewable: boolean; content: Uint8Array }>`
+        SELECT a.filename, a.mime_type, a.dangerous, a.previewable, a.content
+        FROM attachments a JOIN messages m ON m.id = a.message_id
+        WHERE a.id = ${attachmentId} AND a.message_id = ${messageId} AND m.account_id = ${accountId}`.pipe(Effect.orDie)
+      return row === undefined
+        ? undefined
+        : { filename: row.filename, mimeType: row.mime_type, dangerous: row.dangerous, previewable: row.previewable, content: row.content }
+    })
+
+    return MessageActions.of({ updateState, bulk, remove, restore, emptyTrash, html, setRemoteImagePreference, attachment })
+  }))
+}
