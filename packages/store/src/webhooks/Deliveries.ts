@@ -29,8 +29,10 @@ import {
   type OutboxEvent,
   selectEndpoints
 } from "@burnbox/domain/webhooks/index"
-import { Context, Effect, Layer, Schema } from "effect"
+import { PgClient } from "@effect/sql-pg"
+import { Context, Effect, Layer, type Queue, Schema, type Scope } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
+import { OutboxChannel } from "./Outbox.ts"
 import { now } from "../platform/Time.ts"
 import type { EndpointSecrets } from "./Signer.ts"
 
@@ -180,9 +182,12 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
   readonly record: (attempts: ReadonlyArray<FinishedAttempt>) => Effect.Effect<void>
   /** Strips the payload and log of deliveries older than 30 days; answers how many. */
   readonly purge: Effect.Effect<number>
+  /** A wake-up each time events are appended to the outbox (at the appending commit). */
+  readonly wakeups: Effect.Effect<Queue.Dequeue<unknown, unknown>, never, Scope.Scope>
 }>()("burnbox/WebhookDeliveries") {
   static readonly layer = Layer.effect(WebhookDeliveries, Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
+    const pg = yield* PgClient.PgClient
 
     // -- dispatch -----------------------------------------------------------------------------
 
@@ -412,6 +417,8 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
       }))
     }).pipe(Effect.orDie, Effect.withSpan("WebhookDeliveries.purge"))
 
-    return WebhookDeliveries.of({ dispatchBatch, claim, abandon, record, purge })
+    const wakeups = pg.listen(OutboxChannel).pipe(Effect.orDie)
+
+    return WebhookDeliveries.of({ dispatchBatch, claim, abandon, record, purge, wakeups })
   }))
 }

@@ -27,13 +27,11 @@ import {
   type FinishedAttempt,
   now,
   OutboundHttp,
-  OutboxChannel,
   Signer,
   type TargetCheck,
   WebhookDeliveries
 } from "@burnbox/store"
 import { Effect, Layer, Queue } from "effect"
-import { PgClient } from "@effect/sql-pg"
 
 /** Deliveries claimed at a time, and attempted concurrently within a claim. */
 const BatchSize = 256
@@ -174,8 +172,7 @@ export const makeDelivery = Effect.gen(function*() {
  */
 export const DeliveryLive = Layer.effectDiscard(Effect.gen(function*() {
   const delivery = yield* makeDelivery
-  const pg = yield* PgClient.PgClient
-  const wakeups = yield* pg.listen(OutboxChannel).pipe(Effect.orDie)
+  const wakeups = yield* (yield* WebhookDeliveries).wakeups
   let lastPurge = 0
   const pass = Effect.gen(function*() {
     yield* delivery.runOnce
