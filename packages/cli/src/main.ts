@@ -2,14 +2,13 @@
  * The `burnbox` program (decisions.md): start | serve | ingest | worker | migrate | admin.
  */
 import { NodeRuntime } from "@effect/platform-node"
-import { SmtpIngestLive } from "@burnbox/ingest"
-import { HttpServerLive } from "@burnbox/server"
-import { BurnboxConfig, CandidateRandom, checkPortFree, DatabaseUrl, MigratedDatabase, SqlLive, StartupFailure } from "@burnbox/store"
+import { IngestLive } from "@burnbox/ingest"
+import { HttpLive } from "@burnbox/server"
+import { BurnboxConfig, checkPortFree, DatabaseLive, DatabaseUrl, MigratedDatabase, StartupFailure, StoreLive } from "@burnbox/store"
 import { WorkerLive } from "@burnbox/worker"
 import { Cause, Effect, Layer, Logger, References } from "effect"
 import { admin } from "./Admin.ts"
 import { CliError, parseArgs } from "./Args.ts"
-import { ApiServices } from "@burnbox/server"
 
 const usage = `burnbox: receive-only disposable email with an automation API
 
@@ -30,12 +29,6 @@ Usage:
 Configuration comes from the environment: DATABASE_URL, BURNBOX_DATA_DIR, BURNBOX_HTTP_PORT,
 BURNBOX_SMTP_PORT, BURNBOX_HOST, BURNBOX_SITE_URL, BURNBOX_DOMAINS, BURNBOX_SECRET, ...
 `
-
-const Database = (maxConnections: number, url: Layer.Layer<DatabaseUrl, StartupFailure, BurnboxConfig> = DatabaseUrl.layer) =>
-  SqlLive({ maxConnections }).pipe(
-    Layer.provideMerge(MigratedDatabase.layer),
-    Layer.provideMerge(url)
-  )
 
 /** Logs go to stderr, so stdout carries only what a command prints. */
 const StderrLogger = Logger.layer([Logger.withConsoleError(Logger.formatSimple)])
@@ -62,18 +55,23 @@ const Ports = {
   smtp: (config: BurnboxConfig["Service"]) => checkPortFree(config.host, config.smtpPort, "BURNBOX_SMTP_PORT")
 }
 
-const serveRoles = <E, R>(
-  roles: Layer.Layer<never, E, R>,
-  ports: ReadonlyArray<(config: BurnboxConfig["Service"]) => Effect.Effect<void, StartupFailure>>,
-  url?: Layer.Layer<DatabaseUrl, StartupFailure, BurnboxConfig>
+/**
+ * Runs `roles` until interrupted, once the ports they listen on are known to be free: the
+ * store's services and the database are provided here, once, for all of them.
+ */
+const launch = <A, E, R>(
+  roles: Layer.Layer<A, E, R>,
+  options: {
+    readonly ports: ReadonlyArray<(config: BurnboxConfig["Service"]) => Effect.Effect<void, StartupFailure>>
+    readonly database: ReturnType<typeof DatabaseLive>
+  }
 ) =>
   Effect.gen(function*() {
     const config = yield* BurnboxConfig
-    for (const port of ports) yield* port(config)
+    for (const port of options.ports) yield* port(config)
     return yield* Layer.launch(Layer.mergeAll(roles, Layer.effectDiscard(banner)).pipe(
-      Layer.provide(ApiServices),
-      Layer.provide(CandidateRandom.layer),
-      Layer.provide(Database(30, url))
+      Layer.provide(StoreLive),
+      Layer.provide(options.database)
     ))
   })
 
@@ -116,13 +114,16 @@ const main = (argv: ReadonlyArray<string>) => {
   const [command, ...rest] = argv
   switch (command) {
     case "start":
-      return reportFailure(serveRoles(Layer.mergeAll(HttpServerLive, SmtpIngestLive, WorkerLive), [Ports.http, Ports.smtp], DatabaseUrl.layerExclusive))
+      return reportFailure(launch(Layer.mergeAll(HttpLive, IngestLive, WorkerLive), {
+        ports: [Ports.http, Ports.smtp],
+        database: DatabaseLive({ maxConnections: 30, url: DatabaseUrl.layerExclusive })
+      }))
     case "serve":
-      return reportFailure(serveRoles(HttpServerLive, [Ports.http]))
+      return reportFailure(launch(HttpLive, { ports: [Ports.http], database: DatabaseLive({ maxConnections: 30 }) }))
     case "ingest":
-      return reportFailure(serveRoles(SmtpIngestLive, [Ports.smtp]))
+      return reportFailure(launch(IngestLive, { ports: [Ports.smtp], database: DatabaseLive({ maxConnections: 30 }) }))
     case "worker":
-      return reportFailure(serveRoles(WorkerLive, []))
+      return reportFailure(launch(WorkerLive, { ports: [], database: DatabaseLive({ maxConnections: 30 }) }))
     case "migrate":
       return printJson(Effect.gen(function*() {
         const { applied } = yield* MigratedDatabase
@@ -130,7 +131,7 @@ const main = (argv: ReadonlyArray<string>) => {
       }).pipe(Effect.provide(MigratedDatabase.layer.pipe(Layer.provideMerge(DatabaseUrl.layer)))))
     case "admin":
       return printJson(Effect.suspend(() => admin(parseArgs(rest))).pipe(
-        Effect.provide(ApiServices.pipe(Layer.provideMerge(CandidateRandom.layer), Layer.provideMerge(Database(2))))
+        Effect.provide(StoreLive.pipe(Layer.provide(DatabaseLive({ maxConnections: 2 }))))
       ))
     case undefined:
     case "help":

@@ -1,7 +1,27 @@
+/**
+ * @burnbox/domain: the contract and the pure rules; no I/O, so no layer to wire.
+ *
+ * One folder per feature, holding its schemas (`Alias.ts`, `Message.ts`...), its errors
+ * (`errors.ts`), its pure policy and, where the feature has endpoints, its `HttpApiGroup`
+ * (`Api.ts`): accounts, auth, tokens, tags, domains, aliases, messages, testmail, webhooks,
+ * notices, plans, push. Beside them: `mail/` (MIME parsing, OTP and links, sanitizing), `search/`
+ * (the query syntax), `net/` (the webhook URL and address policy), `platform/` (shared schemas
+ * and the Problem errors). `Api.ts` composes `BurnboxApi` from the groups; `errors.ts` gathers
+ * every domain error. Subpaths (`@burnbox/domain/mail/index`...) export what is not re-exported here.
+ */
 export * from "./auth/Access.ts"
 export * from "./accounts/Account.ts"
 export * from "./aliases/Alias.ts"
 export * from "./Api.ts"
+export * from "./auth/Api.ts"
+export * from "./tokens/Api.ts"
+export * from "./accounts/Api.ts"
+export * from "./tags/Api.ts"
+export * from "./aliases/Api.ts"
+export * from "./messages/Api.ts"
+export * from "./testmail/Api.ts"
+export * from "./webhooks/Api.ts"
+export * from "./notices/Api.ts"
 export * from "./tokens/ApiToken.ts"
 export * from "./accounts/Bootstrap.ts"
 export * from "./platform/Common.ts"
@@ -13,6 +33,5 @@ export * from "./push/Push.ts"
 export * from "./tags/Tag.ts"
 export * from "./webhooks/Events.ts"
 export * from "./messages/Message.ts"
+export * from "./notices/Notice.ts"
 export * from "./webhooks/Webhook.ts"
-export * from "./webhooks/WebhooksApi.ts"
-export * from "./notices/NoticesApi.ts"

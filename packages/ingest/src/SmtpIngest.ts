@@ -8,7 +8,7 @@
  */
 import { readFileSync } from "node:fs"
 import { BurnboxConfig, type Delivery, Mailstore } from "@burnbox/store"
-import { Cause, Effect, Exit, Layer, Option } from "effect"
+import { Cause, Context, Effect, Exit, Layer, Option } from "effect"
 import { SMTPServer, type SMTPServerAddress, type SMTPServerSession } from "smtp-server"
 
 export const MaxMessageBytes = 15_728_640
@@ -138,14 +138,24 @@ export const makeSmtpServer = Effect.fnUntraced(function*(options: SmtpOptions) 
   return { port: typeof address === "object" && address !== null ? address.port : options.port }
 })
 
-/** The ingest role: the SMTP listener on BURNBOX_HOST:BURNBOX_SMTP_PORT. */
-export const SmtpIngestLive = Layer.effectDiscard(Effect.gen(function*() {
+/** The SMTP listener of a process: the port it listens on (the system's choice when asked for port 0). */
+export class SmtpListener extends Context.Service<SmtpListener, { readonly port: number }>()("burnbox/SmtpListener") {}
+
+/** An SMTP listener with the given options (tests ask for port 0); needs Mailstore. */
+export const smtpListener = (options: SmtpOptions) => Layer.effect(SmtpListener, makeSmtpServer(options))
+
+/**
+ * The ingest role: the SMTP listener on BURNBOX_HOST:BURNBOX_SMTP_PORT, offering STARTTLS when
+ * BURNBOX_SMTP_TLS_CERT and BURNBOX_SMTP_TLS_KEY name a certificate; needs StoreLive's Mailstore.
+ */
+export const IngestLive = Layer.unwrap(Effect.gen(function*() {
   const config = yield* BurnboxConfig
   const certFile = Option.fromNullishOr(process.env["BURNBOX_SMTP_TLS_CERT"])
   const keyFile = Option.fromNullishOr(process.env["BURNBOX_SMTP_TLS_KEY"])
   const tls = Option.isSome(certFile) && Option.isSome(keyFile)
     ? { cert: readFileSync(certFile.value), key: readFileSync(keyFile.value) }
     : undefined
-  yield* makeSmtpServer({ port: config.smtpPort, host: config.host, hostname: new URL(config.siteUrl).hostname, tls })
-  yield* Effect.logInfo(`SMTP ingest listening on ${config.host}:${config.smtpPort}${tls ? " (STARTTLS)" : ""}`)
-})).pipe(Layer.provide(Mailstore.layer))
+  return smtpListener({ port: config.smtpPort, host: config.host, hostname: new URL(config.siteUrl).hostname, tls }).pipe(
+    Layer.tap(() => Effect.logInfo(`SMTP ingest listening on ${config.host}:${config.smtpPort}${tls ? " (STARTTLS)" : ""}`))
+  )
+}))

@@ -1,7 +1,7 @@
 import { createServer } from "node:http"
 import { NodeHttpServer } from "@effect/platform-node"
 import { BurnboxApi } from "@burnbox/domain"
-import { AccountSnapshots, Accounts, Aliases, BurnboxConfig, Mailstore, MessageActions, Messages, Notices, CandidateRandom, Domains, Keyring, RateLimiter, Sessions, Tags, Tokens, ServiceKeys, Webhooks } from "@burnbox/store"
+import { BurnboxConfig } from "@burnbox/store"
 import { Effect, Layer } from "effect"
 import { HttpRouter } from "effect/http"
 import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
@@ -20,27 +20,11 @@ import { WellKnownRoutes } from "./webhooks/WellKnown.ts"
 import { ProblemRouting } from "./platform/ProblemRouting.ts"
 import { ValidationErrorsLive } from "./platform/Validation.ts"
 
-/** The repositories the API reads and writes; each needs only the SQL client and config. */
-export const ApiServices = Layer.mergeAll(
-  Accounts.layer,
-  AccountSnapshots.layer.pipe(Layer.provide(Accounts.layer)),
-  Sessions.layer,
-  Tokens.layer,
-  Tags.layer,
-  Domains.layer,
-  RateLimiter.layer,
-  Mailstore.layer,
-  Messages.layer,
-  Notices.layer,
-  MessageActions.layer,
-  Aliases.layer.pipe(Layer.provide(RateLimiter.layer)),
-  Webhooks.layer,
-  ServiceKeys.layer
-).pipe(Layer.provideMerge(Keyring.layer))
-
 /**
  * Every route of the service: the API under /api/v1, its OpenAPI document and the docs page,
- * with the hot read path (GET /me, /storage from caches) in front of them.
+ * with the hot read path (GET /me, /storage from caches) in front of them. Needs StoreLive's
+ * services, which must be built outside `HttpRouter.serve` (what it builds itself stays private
+ * to the server: the harness and other roles would see other instances).
  */
 export const HttpRoutes = Layer.mergeAll(
   HotReadsMiddleware,
@@ -51,16 +35,22 @@ export const HttpRoutes = Layer.mergeAll(
   HttpApiScalar.layer(BurnboxApi, { path: "/docs" }),
   ProblemRouting,
   WellKnownRoutes
-).pipe(Layer.provide(ApiServices))
+)
 
 /** Node's HTTP server on host:port. */
 export const NodeServerLive = (options: { readonly port: number; readonly host: string }) => NodeHttpServer.layer(createServer, options)
 
-/** The HTTP listener on BURNBOX_HOST:BURNBOX_HTTP_PORT, serving every route. */
-export const HttpServerLive = Layer.unwrap(Effect.gen(function*() {
-  const config = yield* BurnboxConfig
-  return HttpRouter.serve(HttpRoutes, { disableLogger: true }).pipe(
-    Layer.provide(NodeServerLive({ port: config.httpPort, host: config.host })),
-    Layer.provide(CandidateRandom.layer)
+/**
+ * The routes served on host:port. Answers the server (its bound address) and HotReads.
+ * `disableListenLog` leaves out the "Listening on" line (the test harness).
+ */
+export const httpListener = (options: { readonly port: number; readonly host: string; readonly disableListenLog?: boolean }) =>
+  HttpRouter.serve(HttpRoutes, { disableLogger: true, disableListenLog: options.disableListenLog ?? false }).pipe(
+    Layer.provideMerge(NodeServerLive({ port: options.port, host: options.host }))
   )
+
+/** The HTTP role: every route on BURNBOX_HOST:BURNBOX_HTTP_PORT; needs StoreLive's services. */
+export const HttpLive = Layer.unwrap(Effect.gen(function*() {
+  const config = yield* BurnboxConfig
+  return httpListener({ port: config.httpPort, host: config.host })
 }))

@@ -1,3 +1,16 @@
+/**
+ * @burnbox/store: PostgreSQL through @effect/sql-pg, the only place SQL lives.
+ *
+ * One folder per feature, each holding its repositories and services: accounts, auth, tokens,
+ * tags, domains, aliases, messages, notices, webhooks, pipeline (the mail queue's claims and
+ * batched store), search (the index's statement fragments), realtime. `platform/` holds what
+ * cuts across them: config, the database (embedded PostgreSQL, migrations, startup checks), the
+ * keyring, rate limits, outbound HTTP, the job queue, time and SQL helpers.
+ *
+ * Wired once, in `StoreLive.ts`: `DatabaseLive` (config -> database URL -> migrations -> pool)
+ * and `StoreLive` (every repository and service, each built once); a program provides both at
+ * its edge and nothing else of the store.
+ */
 export * from "./accounts/Accounts.ts"
 export * from "./platform/Config.ts"
 export * from "./platform/Database.ts"
@@ -29,3 +42,4 @@ export * from "./pipeline/MailQueue.ts"
 export * from "./realtime/Realtime.ts"
 export * from "./search/SearchIndex.ts"
 export * from "./platform/JobQueue.ts"
+export * from "./StoreLive.ts"

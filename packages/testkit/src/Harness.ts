@@ -7,13 +7,13 @@ import { execFile } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import { fileURLToPath } from "node:url"
 import { PgClient } from "@effect/sql-pg"
-import { ApiServices, HotReads, HttpRoutes, NodeServerLive } from "@burnbox/server"
-import { makeSmtpServer } from "@burnbox/ingest"
+import { HotReads, httpListener } from "@burnbox/server"
+import { SmtpListener, smtpListener } from "@burnbox/ingest"
 import { DnsResolver, PipelineLive } from "@burnbox/worker"
-import { AccountSnapshots, Aliases, Mailstore, BurnboxConfig, freePort, type BurnboxSettings, CandidateRandom, Keyring, processApplicationName, RateLimiter, withClient, withDatabase, type HostResolver, TargetResolver } from "@burnbox/store"
+import { AccountSnapshots, Aliases, Mailstore, BurnboxConfig, DatabaseUrl, freePort, type BurnboxSettings, CandidateRandom, processApplicationName, storeLayer, withClient, withDatabase, type HostResolver, TargetResolver } from "@burnbox/store"
 import { seededRandom } from "@burnbox/domain/aliases/index"
 import { Clock, Context, Effect, Exit, Layer, Option, Redacted, Scope } from "effect"
-import { HttpRouter, HttpServer } from "effect/http"
+import { HttpServer } from "effect/http"
 import pg from "pg"
 import { inject } from "vitest"
 import { makeManualClock, type ManualClock } from "./ManualClock.ts"
@@ -42,8 +42,6 @@ export interface Answer<A = any> {
   readonly body: A
   readonly text: string
 }
-
-class SmtpPort extends Context.Service<SmtpPort, number>()("burnbox/testkit/SmtpPort") {}
 
 export interface Harness {
   readonly baseUrl: string
@@ -117,19 +115,22 @@ export const startHarness = async (
     ...settings
   })
 
-  const random = Layer.succeed(CandidateRandom, seededRandom(options.seed ?? 20261121))
-  // What the worker role runs, on the same database and clock, for tests to drive by hand.
-  const worker = Layer.mergeAll(Aliases.layer, Mailstore.layer).pipe(Layer.provide(RateLimiter.layer), Layer.provide(Keyring.layer), Layer.provide(random))
-  const smtp = Layer.effect(SmtpPort, Effect.map(makeSmtpServer({ port: 0, host: "127.0.0.1", hostname: "mx.burnbox.test", tls: options.smtpTls }), (s) => s.port))
-    .pipe(Layer.provide(Mailstore.layer))
-  // No DNS here: mail authentication answers from fixed records, as strict as the real resolver.
-  const pipeline = PipelineLive.pipe(Layer.provide(DnsResolver.fixed(options.dnsRecords ?? {})))
-  const app = Layer.mergeAll(HttpRouter.serve(HttpRoutes, { disableLogger: true, disableListenLog: true }), worker, pipeline, smtp).pipe(
-    Layer.provide(random),
+  // The HTTP and SMTP roles and the worker's pipeline (timers, retention and webhook deliveries
+  // are run by hand: `worker` below, Receiver.ts) on StoreLive's services, with what a test must
+  // control: the listeners' ports, DNS (mail authentication answers from fixed records, as
+  // strictly as the real resolver; webhook targets from `targetResolver`), the candidate seed,
+  // the clock, and a database cloned from the migrated template.
+  const roles = Layer.mergeAll(
+    httpListener({ port, host: "127.0.0.1", disableListenLog: true }),
+    smtpListener({ port: 0, host: "127.0.0.1", hostname: "mx.burnbox.test", tls: options.smtpTls }),
+    PipelineLive.pipe(Layer.provide(DnsResolver.fixed(options.dnsRecords ?? {})))
+  )
+  const app = roles.pipe(
+    Layer.provideMerge(storeLayer({ random: Layer.succeed(CandidateRandom, seededRandom(options.seed ?? 20261121)) })),
     Layer.provide(options.targetResolver === undefined ? Layer.empty : Layer.succeed(TargetResolver, options.targetResolver)),
-    Layer.provideMerge(NodeServerLive({ port, host: "127.0.0.1" }).pipe(Layer.provideMerge(ApiServices), Layer.provide(random))),
     // Named as a burnbox process's connections are, so the pipeline's takeover of dead claims runs here too.
     Layer.provide(PgClient.layer({ url, maxConnections: 5, applicationName: processApplicationName() })),
+    Layer.provide(Layer.succeed(DatabaseUrl, url)),
     Layer.provide(Layer.succeed(BurnboxConfig, config)),
     Layer.provide(Layer.succeed(Clock.Clock, clock))
   )
@@ -138,7 +139,7 @@ export const startHarness = async (
   const address = Context.get(context, HttpServer.HttpServer).address
   const aliases = Context.get(context, Aliases)
   const mailstore = Context.get(context, Mailstore)
-  const smtpPort = Context.get(context, SmtpPort)
+  const smtpPort = Context.get(context, SmtpListener).port
   const hotReads = Context.get(context, HotReads)
   // Writes made on another connection or by another process reach the API's account
   // snapshots by notification; the helpers below forget them at once so tests need not wait.

@@ -11,8 +11,8 @@ import type { IncomingHttpHeaders } from "node:http"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { PgClient } from "@effect/sql-pg"
-import { BurnboxConfig, type BurnboxSettings, type HostResolver, TargetResolver } from "@burnbox/store"
-import { DeliveryServices, makeDelivery } from "@burnbox/worker"
+import { BurnboxConfig, type BurnboxSettings, DatabaseUrl, type HostResolver, StoreLive, TargetResolver } from "@burnbox/store"
+import { makeDelivery } from "@burnbox/worker"
 import { Clock, Context, Effect, Exit, Layer, Option, Redacted, Scope } from "effect"
 import { Webhook as StandardWebhook } from "standardwebhooks"
 import { type Harness, TestSecret } from "./Harness.ts"
@@ -155,9 +155,13 @@ export const startDeliveryWorker = async (
   settings: Partial<BurnboxSettings> = {},
   options: { readonly resolver?: HostResolver } = {}
 ): Promise<DeliveryWorker> => {
+  const url = Redacted.make(h.databaseUrl)
   const config = BurnboxConfig.make({ secret: Redacted.make(TestSecret), siteUrl: "http://127.0.0.1", webhookAllowPrivate: true, ...settings })
-  const layer = DeliveryServices.pipe(
-    Layer.provideMerge(PgClient.layer({ url: Redacted.make(h.databaseUrl), maxConnections: 4 })),
+  // A worker process of its own on the harness's database: StoreLive with this worker's config,
+  // the harness's clock and, when given, the webhook targets' DNS.
+  const layer = StoreLive.pipe(
+    Layer.provideMerge(PgClient.layer({ url, maxConnections: 4 })),
+    Layer.provideMerge(Layer.succeed(DatabaseUrl, url)),
     Layer.provideMerge(Layer.succeed(BurnboxConfig, config)),
     Layer.provideMerge(Layer.succeed(Clock.Clock, h.clock)),
     Layer.provideMerge(options.resolver === undefined ? Layer.empty : Layer.succeed(TargetResolver, options.resolver))

@@ -1,3 +1,11 @@
+/**
+ * @burnbox/testkit: what tests run burnbox with. No layer of its own: `Harness.ts` builds the
+ * packages' wired layers (httpListener, smtpListener, PipelineLive on storeLayer) on a database
+ * cloned from the migrated template, and `Receiver.ts` a delivery worker on StoreLive, each
+ * overriding only what a test controls (ports, DNS, webhook targets, the candidate seed, the
+ * clock). Beside them: `ManualClock.ts`, `StoreTesting.ts` (one repository on a fresh database),
+ * `SmtpClient.ts`, `Shapes.ts`, the global setup (one embedded PostgreSQL per run) and reporter.
+ */
 export * from "./Harness.ts"
 export * from "./ManualClock.ts"
 export * from "./Shapes.ts"

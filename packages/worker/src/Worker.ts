@@ -1,6 +1,6 @@
 /**
- * The worker role: the message pipeline and webhook delivery (MailQueue claims), and scheduled
- * work through the JobQueue (pg-boss). Every queue's handler is idempotent, so a job that
+ * The worker role (`WorkerLive`): the message pipeline and webhook delivery (MailQueue claims),
+ * and scheduled work through the JobQueue (pg-boss). Every queue's handler is idempotent, so a job that
  * runs twice, or two workers racing, change nothing twice.
  *
  * - `alias-timers`, every minute: burn aliases whose self-destruct deadline passed and emit
@@ -41,7 +41,8 @@ export const timers = Effect.gen(function*() {
   return yield* aliases.runTimers
 })
 
-export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
+/** The scheduled work: the queues' handlers in this process, and their schedules (once across every process). */
+export const ScheduledJobsLive = Layer.effectDiscard(Effect.gen(function*() {
   const jobs = yield* JobQueue
   yield* jobs.work(Queues.timers, timers)
   yield* jobs.work(Queues.retention, retention)
@@ -52,9 +53,9 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
   // A worker that was down catches up on timers at once instead of at the next minute.
   yield* jobs.send(Queues.timers)
   yield* Effect.logInfo("worker started (message pipeline; pg-boss: alias-timers every minute, retention every 5 minutes, maintenance hourly)")
-})).pipe(
-  Layer.merge(PipelineLive.pipe(Layer.provide(DnsResolver.layer))),
-  Layer.merge(DeliveryLive),
-  Layer.provide(JobQueue.layer),
-  Layer.provide(Layer.mergeAll(Aliases.layer, RateLimiter.layer, Mailstore.layer).pipe(Layer.provide(RateLimiter.layer)))
+}))
+
+/** The worker role: pipeline, webhook delivery and scheduled work, on the store's services and the real DNS. */
+export const WorkerLive = Layer.mergeAll(PipelineLive, DeliveryLive, ScheduledJobsLive).pipe(
+  Layer.provide(DnsResolver.layer)
 )

@@ -1,7 +1,7 @@
 /** The worker role on real pg-boss: it catches up on overdue timers as soon as it starts. */
 import { PgClient } from "@effect/sql-pg"
 import { seededRandom } from "@burnbox/domain/aliases/index"
-import { BurnboxConfig, CandidateRandom, DatabaseUrl, Keyring } from "@burnbox/store"
+import { BurnboxConfig, CandidateRandom, DatabaseUrl, storeLayer } from "@burnbox/store"
 import { type Harness, startHarness, TestSecret } from "@burnbox/testkit"
 import { WorkerLive } from "@burnbox/worker"
 import { Effect, Exit, Layer, Option, Redacted, Scope } from "effect"
@@ -16,9 +16,8 @@ afterAll(() => h.close())
 const startWorker = async () => {
   const url = Redacted.make(h.databaseUrl)
   const layer = WorkerLive.pipe(
-    Layer.provide(Layer.succeed(CandidateRandom, seededRandom(1))),
-    Layer.provide(Keyring.layer),
-    Layer.provide(PgClient.layer({ url, maxConnections: 6 })),  // two are held by LISTEN (pipeline, delivery)
+    Layer.provide(storeLayer({ random: Layer.succeed(CandidateRandom, seededRandom(1)) })),
+    Layer.provide(PgClient.layer({ url, maxConnections: 7 })),  // three are held by LISTEN (account snapshots, pipeline, delivery)
     Layer.provide(Layer.succeed(DatabaseUrl, url)),
     Layer.provide(Layer.succeed(BurnboxConfig, BurnboxConfig.make({ secret: Redacted.make(TestSecret), databaseUrl: Option.some(url) })))
   )

@@ -59,10 +59,11 @@ const finished = (job: DeliveryJob, outcome: AttemptOutcome): FinishedAttempt =>
   retryInMs: outcome.ok || !outcome.retryable ? null : retryDelayMs(job.cycleAttemptCount + 1, Math.random())
 })
 
-/** What the engine needs: the queue's storage, the way out, and the signatures. */
-export const DeliveryServices = Layer.mergeAll(WebhookDeliveries.layer, OutboundHttp.layer, Signer.layer)
-
-/** The engine: dispatch, delivery and purge, each a pass over what is due at the clock's time. */
+/**
+ * The engine: dispatch, delivery and purge, each a pass over what is due at the clock's time.
+ * It needs the queue's storage (WebhookDeliveries), the way out (OutboundHttp) and the
+ * signatures (Signer), all from StoreLive.
+ */
 export const makeDelivery = Effect.gen(function*() {
   const deliveries = yield* WebhookDeliveries
   const http = yield* OutboundHttp
@@ -188,4 +189,4 @@ export const DeliveryLive = Layer.effectDiscard(Effect.gen(function*() {
     Effect.forever,
     Effect.forkScoped
   )
-})).pipe(Layer.provide(DeliveryServices))
+}))

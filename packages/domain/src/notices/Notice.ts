@@ -1,6 +1,4 @@
 import { Schema } from "effect"
-import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
-import { Access, Authentication, requires } from "../auth/Access.ts"
 import { DateTimeString, Id } from "../platform/Common.ts"
 
 /**
@@ -14,12 +12,3 @@ export const Notice = Schema.Struct({
   data: Schema.Record(Schema.String, Schema.Unknown),
   createdAt: DateTimeString
 }).annotate({ identifier: "Notice" })
-
-export class NoticesGroup extends HttpApiGroup.make("notices")
-  .add(
-    HttpApiEndpoint.get("list", "/notices", { success: Schema.Struct({ items: Schema.Array(Notice) }) })
-      .annotate(Access, requires("read"))
-  )
-  .middleware(Authentication)
-  .annotateMerge(OpenApi.annotations({ title: "Notices" }))
-{}
