@@ -189,4 +189,4 @@ export const PipelineLive = Layer.effectDiscard(Effect.gen(function*() {
     Effect.forever,
     Effect.forkScoped
   )
-})).pipe(Layer.provide(MailQueue.layer))
+}))
