@@ -6,6 +6,10 @@ import { isUniqueViolation } from "../platform/SqlErrors.ts"
 /** Names are unique per account, compared case-insensitively (full Unicode folding). */
 export const tagNameKey = (name: string): string => name.toLowerCase()
 
+/** A name another tag of the account holds is TagNameTaken; any other failure is a defect. */
+const unique = <A>(name: string, effect: Effect.Effect<A, unknown>) =>
+  effect.pipe(Effect.catch((error) => isUniqueViolation(error) ? Effect.fail(new TagNameTaken({ name })) : Effect.die(error)))
+
 export class Tags extends Context.Service<Tags, {
   readonly list: (accountId: number) => Effect.Effect<ReadonlyArray<TagWithCount>>
   readonly create: (accountId: number, input: { name: string; color?: string | null | undefined }) => Effect.Effect<Tag, TagNameTaken>
@@ -14,9 +18,6 @@ export class Tags extends Context.Service<Tags, {
 }>()("burnbox/Tags") {
   static readonly layer = Layer.effect(Tags, Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-
-    const unique = <A>(name: string, effect: Effect.Effect<A, unknown>) =>
-      effect.pipe(Effect.catch((error) => isUniqueViolation(error) ? Effect.fail(new TagNameTaken({ name })) : Effect.die(error)))
 
     const ofAccount = SqlSchema.findAll({
       Request: Schema.Int,
