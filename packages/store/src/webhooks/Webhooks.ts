@@ -425,9 +425,9 @@ export class Webhooks extends Context.Service<Webhooks, {
         at: Schema.Date
       }),
       Result: ReceiptRow,
-      execute: ({ accountId, at, eventId, eventType, payload, webhookId }) => sql`
+      execute: (delivery) => sql`
           INSERT INTO webhook_deliveries (webhook_id, account_id, event_id, event_type, payload, next_attempt_at, created_at)
-          VALUES (${webhookId}, ${accountId}, ${eventId}, ${eventType}, ${payload}, ${at}, ${at})
+          VALUES (${delivery.webhookId}, ${delivery.accountId}, ${delivery.eventId}, ${delivery.eventType}, ${delivery.payload}, ${delivery.at}, ${delivery.at})
           RETURNING *`
     })
 
