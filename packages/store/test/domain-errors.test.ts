@@ -5,11 +5,9 @@
  */
 import { randomBytes } from "node:crypto"
 import { describe, expect, layer } from "@effect/vitest"
-import { PgClient } from "@effect/sql-pg"
 import {
   Accounts,
   Aliases,
-  BurnboxConfig,
   CandidateRandom,
   Keyring,
   MessageActions,
@@ -17,25 +15,11 @@ import {
   RateLimiter,
   Tags,
   Tokens,
-  Webhooks,
-  withClient,
-  withDatabase
+  Webhooks
 } from "@burnbox/store"
-import { clusterUrl, TestSecret } from "@burnbox/testkit"
-import { Effect, Layer, Option, Redacted } from "effect"
+import { TestDatabase } from "@burnbox/testkit"
+import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
-
-/** A database of its own, cloned from the template the global setup migrated and seeded. */
-const FreshDatabase = Layer.unwrap(Effect.gen(function*() {
-  const cluster = Redacted.make(clusterUrl())
-  const database = `t_${randomBytes(6).toString("hex")}`
-  yield* withClient(cluster, (client) => client.query(`CREATE DATABASE ${database} TEMPLATE burnbox_template`))
-  const url = withDatabase(cluster, database)
-  return Layer.merge(
-    PgClient.layer({ url, maxConnections: 3 }),
-    Layer.succeed(BurnboxConfig, BurnboxConfig.make({ secret: Redacted.make(TestSecret), databaseUrl: Option.some(url) }))
-  )
-}))
 
 const Store = Layer.mergeAll(
   Accounts.layer,
@@ -45,7 +29,7 @@ const Store = Layer.mergeAll(
   MessageActions.layer,
   Webhooks.layer,
   Aliases.layer.pipe(Layer.provide([RateLimiter.layer, CandidateRandom.layer]))
-).pipe(Layer.provideMerge(Keyring.layer), Layer.provideMerge(FreshDatabase))
+).pipe(Layer.provideMerge(Keyring.layer), Layer.provideMerge(TestDatabase))
 
 let accounts = 0
 const newAccount = Effect.gen(function*() {

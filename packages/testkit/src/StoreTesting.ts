@@ -7,6 +7,7 @@ import { PgClient } from "@effect/sql-pg"
 import { BurnboxConfig, DatabaseUrl, processApplicationName, withClient, withDatabase } from "@burnbox/store"
 import { Effect, Layer, Option, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
+import { TestClock } from "effect/testing"
 import { clusterUrl, TestSecret } from "./Harness.ts"
 
 /** A new database from the template, for one test file. */
@@ -44,3 +45,19 @@ export const seedAlias = (localPart: string) =>
       RETURNING id`
     return { accountId: account!.id, aliasId: alias!.id, address: `${localPart}@burnbox.test` }
   }).pipe(Effect.orDie)
+
+/**
+ * Runs `check` until `done` holds of its answer: for what arrives from another connection
+ * (a notification) when it arrives. `check` runs on the test's clock, which stays where it is;
+ * only the short waits between tries are real time, ten seconds of them at most.
+ */
+export const eventually = <A, E, R>(check: Effect.Effect<A, E, R>, done: (answer: A) => boolean) =>
+  Effect.gen(function*() {
+    const deadline = Date.now() + 10_000
+    while (true) {
+      const answer = yield* check
+      if (done(answer)) return answer
+      if (Date.now() > deadline) return yield* Effect.die(new Error("eventually: still not done after ten seconds"))
+      yield* TestClock.withLive(Effect.sleep("2 millis"))
+    }
+  })

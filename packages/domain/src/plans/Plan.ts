@@ -1,4 +1,4 @@
-import { Schema } from "effect"
+import { Schema, SchemaTransformation } from "effect"
 import { NonNegativeInt } from "../platform/Common.ts"
 
 export const PlanCode = Schema.Literals(["free", "premium", "pro"])
@@ -27,12 +27,14 @@ export const PlanLimits = Schema.Struct({
 })
 export type PlanLimits = typeof PlanLimits.Type
 
-/** What a plan row holds beyond PlanLimits: the trash window and the per-token request limits. */
-export interface PlanEntitlements extends PlanLimits {
-  readonly trashRetentionDays: number
-  readonly requestsPerMinute: number
-  readonly requestsPerDay: number
-}
+/** A plan row's entitlements: PlanLimits, and beyond them the trash window and the per-token request limits. */
+export const PlanEntitlements = Schema.Struct({
+  ...PlanLimits.fields,
+  trashRetentionDays: Schema.Int,
+  requestsPerMinute: Schema.Int,
+  requestsPerDay: Schema.Int
+})
+export type PlanEntitlements = typeof PlanEntitlements.Type
 
 /** The keys `burnbox admin account override` accepts, with the type of each value. */
 export const OverridableKeys: Readonly<Record<string, "int" | "boolean">> = {
@@ -57,7 +59,32 @@ export const OverridableKeys: Readonly<Record<string, "int" | "boolean">> = {
   requestsPerDay: "int"
 }
 
-export type PlanOverrides = Partial<Record<keyof PlanEntitlements, number | boolean>>
+/** Whether `value` can override `key`: a known key, with a whole number >= 0 or a boolean as the key takes. */
+const isOverride = (key: string, value: unknown): value is number | boolean => {
+  const kind = OverridableKeys[key]
+  return (kind === "int" && typeof value === "number" && Number.isInteger(value) && value >= 0) ||
+    (kind === "boolean" && typeof value === "boolean")
+}
+
+/**
+ * An account's overrides as stored (a JSON object), decoded to the entries that override
+ * something: unknown keys and values of the wrong kind are dropped, as resolveEntitlements
+ * would ignore them.
+ */
+export const PlanOverrides = Schema.Record(Schema.String, Schema.Unknown).pipe(
+  Schema.decodeTo(
+    Schema.Record(Schema.String, Schema.Union([Schema.Number, Schema.Boolean])),
+    SchemaTransformation.transform({
+      decode: (stored) => {
+        const applied: Record<string, number | boolean> = {}
+        for (const [key, value] of Object.entries(stored)) if (isOverride(key, value)) applied[key] = value
+        return applied
+      },
+      encode: (applied) => applied
+    })
+  )
+)
+export type PlanOverrides = typeof PlanOverrides.Type
 
 const MiB = 1024 * 1024
 
@@ -137,11 +164,7 @@ export const DefaultPlans: Readonly<Record<PlanCode, PlanEntitlements>> = {
 /** Applies an account's overrides to its plan row. Unknown keys and wrongly typed values are ignored. */
 export const resolveEntitlements = (plan: PlanEntitlements, overrides: PlanOverrides): PlanEntitlements => {
   const resolved: Record<string, unknown> = { ...plan }
-  for (const [key, value] of Object.entries(overrides)) {
-    const kind = OverridableKeys[key]
-    if (kind === "int" && typeof value === "number" && Number.isInteger(value) && value >= 0) resolved[key] = value
-    if (kind === "boolean" && typeof value === "boolean") resolved[key] = value
-  }
+  for (const [key, value] of Object.entries(overrides)) if (isOverride(key, value)) resolved[key] = value
   return resolved as unknown as PlanEntitlements
 }
 
@@ -186,5 +209,5 @@ export const parseOverrides = (input: string): { ok: true; overrides: PlanOverri
       overrides[key] = Number(value)
     }
   }
-  return { ok: true, overrides: overrides as PlanOverrides }
+  return { ok: true, overrides }
 }

@@ -2,16 +2,17 @@ import { hash, verify } from "@node-rs/argon2"
 import {
   type Account,
   EmailTaken,
-  type MailboxDensity,
-  type PlanCode,
-  type PlanEntitlements,
-  type PlanOverrides,
+  MailboxDensity,
+  PlanCode,
+  PlanEntitlements,
+  PlanOverrides,
   resolveEntitlements,
   type SessionAccount,
   toPlanLimits
 } from "@burnbox/domain"
-import { Context, Effect, Layer } from "effect"
-import { SqlClient, type Statement } from "effect/sql"
+import { Context, Effect, Layer, Option, Schema } from "effect"
+import { SqlClient, SqlSchema, type Statement } from "effect/sql"
+import { IdRow } from "../platform/Rows.ts"
 import { now } from "../platform/Time.ts"
 
 export interface AccountRow {
@@ -29,6 +30,51 @@ export interface AccountRow {
   readonly entitlements: PlanEntitlements
   readonly overrides: PlanOverrides
 }
+
+/** An account as `select` reads it: the row, its plan's entitlements and how many aliases are active. */
+const AccountRecord = Schema.Struct({
+  id: Schema.Int,
+  email: Schema.String,
+  password_hash: Schema.String,
+  plan: PlanCode,
+  is_admin: Schema.Boolean,
+  handle: Schema.NullOr(Schema.String),
+  mailbox_density: MailboxDensity,
+  push_enabled: Schema.Boolean,
+  push_nudge_dismissed: Schema.Boolean,
+  /** Read as float8: a number, exact far beyond any quota. */
+  storage_used_bytes: Schema.Number,
+  aliases_lifetime_claimed: Schema.Int,
+  active_alias_count: Schema.Int,
+  entitlements: PlanEntitlements,
+  overrides: PlanOverrides
+})
+type AccountRecord = typeof AccountRecord.Type
+
+const toRow = (record: AccountRecord): AccountRow => ({
+  id: record.id,
+  email: record.email,
+  plan: record.plan,
+  isAdmin: record.is_admin,
+  handle: record.handle,
+  mailboxDensity: record.mailbox_density,
+  pushEnabled: record.push_enabled,
+  pushNudgeDismissed: record.push_nudge_dismissed,
+  storageUsedBytes: record.storage_used_bytes,
+  aliasesLifetimeClaimed: record.aliases_lifetime_claimed,
+  activeAliasCount: record.active_alias_count,
+  overrides: record.overrides,
+  entitlements: resolveEntitlements(record.entitlements, record.overrides)
+})
+
+const NewAccount = Schema.Struct({
+  email: Schema.String,
+  emailKey: Schema.String,
+  passwordHash: Schema.String,
+  plan: PlanCode,
+  isAdmin: Schema.Boolean,
+  createdAt: Schema.Date
+})
 
 export const emailKey = (email: string): string => email.trim().toLowerCase()
 
@@ -66,75 +112,60 @@ export class Accounts extends Context.Service<Accounts, {
   static readonly layer = Layer.effect(Accounts, Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
 
-    interface Raw {
-      id: number
-      email: string
-      password_hash: string
-      plan: PlanCode
-      is_admin: boolean
-      handle: string | null
-      mailbox_density: MailboxDensity
-      push_enabled: boolean
-      push_nudge_dismissed: boolean
-      storage_used_bytes: string | number | bigint
-      aliases_lifetime_claimed: number
-      active_alias_count: number
-      entitlements: PlanEntitlements
-      overrides: PlanOverrides
-    }
-
-    const toRow = (raw: Raw): AccountRow => ({
-      id: raw.id,
-      email: raw.email,
-      plan: raw.plan,
-      isAdmin: raw.is_admin,
-      handle: raw.handle,
-      mailboxDensity: raw.mailbox_density,
-      pushEnabled: raw.push_enabled,
-      pushNudgeDismissed: raw.push_nudge_dismissed,
-      storageUsedBytes: Number(raw.storage_used_bytes),
-      aliasesLifetimeClaimed: raw.aliases_lifetime_claimed,
-      activeAliasCount: raw.active_alias_count,
-      overrides: raw.overrides,
-      entitlements: resolveEntitlements(raw.entitlements, raw.overrides)
-    })
-
     const select = (where: Statement.Fragment) =>
-      sql<Raw>`
+      sql`
         SELECT a.id, a.email, a.password_hash, a.plan, a.is_admin, a.handle, a.mailbox_density, a.push_enabled, a.push_nudge_dismissed,
                a.storage_used_bytes::float8 AS storage_used_bytes, a.aliases_lifetime_claimed,
                ${activeAliasCount(sql)} AS active_alias_count,
                p.entitlements, a.overrides
         FROM accounts a JOIN plans p ON p.code = a.plan
-        WHERE ${where}`.pipe(Effect.orDie)
+        WHERE ${where}`
+    const byId = SqlSchema.findOneOption({ Request: Schema.Int, Result: AccountRecord, execute: (id) => select(sql`a.id = ${id}`) })
+    const byEmailKey = SqlSchema.findOneOption({
+      Request: Schema.String,
+      Result: AccountRecord,
+      execute: (key) => select(sql`a.email_key = ${key}`)
+    })
+    const insert = SqlSchema.findOneOption({
+      Request: NewAccount,
+      Result: IdRow,
+      execute: (account) =>
+        sql`
+        INSERT INTO accounts (email, email_key, password_hash, plan, is_admin, created_at)
+        VALUES (${account.email}, ${account.emailKey}, ${account.passwordHash}, ${account.plan}, ${account.isAdmin}, ${account.createdAt})
+        ON CONFLICT (email_key) DO NOTHING
+        RETURNING id`
+    })
 
-    const get = (id: number) => select(sql`a.id = ${id}`).pipe(Effect.map((rows) => rows[0] && toRow(rows[0])))
-    const findRaw = (email: string) => select(sql`a.email_key = ${emailKey(email)}`).pipe(Effect.map((rows) => rows[0]))
+    const get = (id: number) => byId(id).pipe(Effect.map((record) => Option.isSome(record) ? toRow(record.value) : undefined), Effect.orDie)
+    const findRecord = (email: string) => byEmailKey(emailKey(email)).pipe(Effect.map(Option.getOrUndefined), Effect.orDie)
     const mustGet = (id: number) => get(id).pipe(Effect.flatMap((row) => row ? Effect.succeed(row) : Effect.die(new Error(`account ${id} vanished`))))
 
     const create = Effect.fn("Accounts.create")(function*(input: { email: string; password: string; plan?: PlanCode; isAdmin?: boolean }) {
       const passwordHash = yield* Effect.promise(() => hash(input.password, argon2Options))
       const createdAt = yield* now
-      const inserted = yield* sql<{ id: number }>`
-        INSERT INTO accounts (email, email_key, password_hash, plan, is_admin, created_at)
-        VALUES (${input.email.trim()}, ${emailKey(input.email)}, ${passwordHash}, ${input.plan ?? "free"}, ${input.isAdmin ?? false}, ${createdAt})
-        ON CONFLICT (email_key) DO NOTHING
-        RETURNING id`.pipe(Effect.orDie)
-      const id = inserted[0]?.id
-      if (id === undefined) return yield* Effect.fail(new EmailTaken())
-      return yield* mustGet(id)
+      const inserted = yield* insert({
+        email: input.email.trim(),
+        emailKey: emailKey(input.email),
+        passwordHash,
+        plan: input.plan ?? "free",
+        isAdmin: input.isAdmin ?? false,
+        createdAt
+      }).pipe(Effect.orDie)
+      if (Option.isNone(inserted)) return yield* Effect.fail(new EmailTaken())
+      return yield* mustGet(inserted.value.id)
     })
 
     const authenticate = Effect.fn("Accounts.authenticate")(function*(email: string, password: string) {
-      const raw = yield* findRaw(email)
-      const ok = yield* Effect.promise(async () => verify(raw?.password_hash ?? await dummyHash, password).catch(() => false))
-      return raw !== undefined && ok ? toRow(raw) : undefined
+      const record = yield* findRecord(email)
+      const ok = yield* Effect.promise(async () => verify(record?.password_hash ?? await dummyHash, password).catch(() => false))
+      return record !== undefined && ok ? toRow(record) : undefined
     })
 
     return Accounts.of({
       create,
       get,
-      findByEmail: (email) => findRaw(email).pipe(Effect.map((raw) => raw && toRow(raw))),
+      findByEmail: (email) => findRecord(email).pipe(Effect.map((record) => record && toRow(record))),
       authenticate,
       setPlan: (id, plan) => sql`UPDATE accounts SET plan = ${plan} WHERE id = ${id}`.pipe(Effect.orDie, Effect.andThen(mustGet(id))),
       setOverrides: (id, overrides) =>

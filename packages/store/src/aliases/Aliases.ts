@@ -5,6 +5,8 @@ import {
   AliasLifetimeCapReached,
   AliasNotFound,
   AliasPaused,
+  AliasStatus,
+  AliasStyle,
   type AliasTimer,
   CandidateNotReserved,
   CandidatesPerReservation,
@@ -12,22 +14,25 @@ import {
   DailyClaimLimitReached,
   DomainNotFound,
   DomainRetired,
-  type DomainTier,
+  DomainState,
+  DomainTier,
   type EventAlias,
   ExpiringNoticeMs,
   FeatureNotInPlan,
   HourlyShuffleLimitReached,
-  type PlanEntitlements,
-  type PlanOverrides,
+  PlanEntitlements,
+  PlanOverrides,
   ReservationLifetimeMs,
   ReservationUnavailable,
   resolveEntitlements,
   SelfDestructNotInFuture
 } from "@burnbox/domain"
 import { cryptoRandom, generateLocalPart, type LocalPartStyle, type RandomSource } from "@burnbox/domain/aliases/index"
-import { Context, Effect, Layer } from "effect"
-import { SqlClient, type Statement } from "effect/sql"
+import { Context, Effect, Layer, Option, Schema } from "effect"
+import { SqlClient, SqlSchema, type Statement } from "effect/sql"
+import { DomainRow } from "../domains/Domains.ts"
 import { Keyring, randomSecret } from "../platform/Keyring.ts"
+import { CountRow, decodeRows, IdRow } from "../platform/Rows.ts"
 import { appendEvent } from "../webhooks/Outbox.ts"
 import { RateLimiter } from "../platform/RateLimiter.ts"
 import { now } from "../platform/Time.ts"
@@ -37,36 +42,48 @@ export class CandidateRandom extends Context.Service<CandidateRandom, RandomSour
   static readonly layer = Layer.succeed(CandidateRandom, cryptoRandom)
 }
 
-type Status = "active" | "paused" | "burned"
+type Status = typeof AliasStatus.Type
 
-interface Row {
-  id: number
-  account_id: number
-  local_part: string
-  style: Alias["style"]
-  status: Status
-  label: string | null
-  note: string | null
-  received_count: number
-  rejected_count: number
-  unread_count: number
-  storage_used_bytes: number
-  push_enabled: boolean
-  last_received_at: Date | null
-  claimed_at: Date | null
-  paused_at: Date | null
-  burned_at: Date | null
-  plan_paused: boolean
-  self_destruct_at: Date | null
-  self_destruct_suspended: boolean
-  expiring_notified_at: Date | null
-  domain_id: number
-  domain_name: string
-  domain_state: "active" | "retired"
-  domain_tier: DomainTier
-  entitlements: PlanEntitlements
+/** An alias as `select` reads it: the row (never a reserved candidate), its domain, and its owner's plan. */
+const AliasRow = Schema.Struct({
+  id: Schema.Int,
+  account_id: Schema.Int,
+  local_part: Schema.String,
+  style: AliasStyle,
+  status: AliasStatus,
+  label: Schema.NullOr(Schema.String),
+  note: Schema.NullOr(Schema.String),
+  received_count: Schema.Int,
+  rejected_count: Schema.Int,
+  unread_count: Schema.Int,
+  /** Read as float8. */
+  storage_used_bytes: Schema.Number,
+  push_enabled: Schema.Boolean,
+  last_received_at: Schema.NullOr(Schema.Date),
+  claimed_at: Schema.NullOr(Schema.Date),
+  paused_at: Schema.NullOr(Schema.Date),
+  burned_at: Schema.NullOr(Schema.Date),
+  plan_paused: Schema.Boolean,
+  self_destruct_at: Schema.NullOr(Schema.Date),
+  self_destruct_suspended: Schema.Boolean,
+  expiring_notified_at: Schema.NullOr(Schema.Date),
+  domain_id: Schema.Int,
+  domain_name: Schema.String,
+  domain_state: DomainState,
+  domain_tier: DomainTier,
+  entitlements: PlanEntitlements,
   overrides: PlanOverrides
-}
+})
+type Row = typeof AliasRow.Type
+const decodeAliasRows = decodeRows(AliasRow)
+
+/** The owner's plan, and how many aliases the account ever claimed. */
+const AccountPlanRow = Schema.Struct({ entitlements: PlanEntitlements, overrides: PlanOverrides, aliases_lifetime_claimed: Schema.Int })
+
+const ReservationRow = Schema.Struct({ id: Schema.Int, expires_at: Schema.Date, ended_at: Schema.NullOr(Schema.Date) })
+
+/** A reservation's token, as its digest, of an account. */
+const TokenOf = Schema.Struct({ accountId: Schema.Int, digest: Schema.Uint8Array })
 
 const iso = (d: Date | null) => d?.toISOString() ?? null
 
@@ -84,7 +101,7 @@ export const toAlias = (row: Row): Alias => {
     receivedCount: row.received_count,
     rejectedCount: row.rejected_count,
     unreadCount: row.unread_count,
-    storageUsedBytes: Number(row.storage_used_bytes),
+    storageUsedBytes: row.storage_used_bytes,
     pushEnabled: row.push_enabled,
     lastReceivedAt: iso(row.last_received_at),
     claimedAt: iso(row.claimed_at),
@@ -164,7 +181,7 @@ export class Aliases extends Context.Service<Aliases, {
     const tokenDigest = (token: string) => keyring.digest("reservation", token)
 
     const select = (where: Statement.Fragment, lock = false) =>
-      sql<Row>`
+      sql`
         SELECT al.id, al.account_id, al.local_part, al.style, al.status, al.label, al.note, al.received_count,
                al.rejected_count, al.unread_count, al.storage_used_bytes::float8 AS storage_used_bytes, al.push_enabled,
                al.last_received_at, al.claimed_at, al.paused_at, al.burned_at, al.plan_paused, al.self_destruct_at,
@@ -177,32 +194,48 @@ export class Aliases extends Context.Service<Aliases, {
         JOIN plans p ON p.code = a.plan
         WHERE ${where}
         ORDER BY al.id
-        ${lock ? sql`FOR NO KEY UPDATE OF al` : sql``}`.pipe(Effect.orDie)
+        ${lock ? sql`FOR NO KEY UPDATE OF al` : sql``}`.pipe(Effect.flatMap(decodeAliasRows), Effect.orDie)
 
     const owned = (accountId: number, id: number, lock = false) =>
       select(sql`al.account_id = ${accountId} AND al.id = ${id} AND al.status <> 'reserved'`, lock).pipe(
         Effect.flatMap((rows) => (rows[0] ? Effect.succeed(rows[0]) : Effect.fail(new AliasNotFound({ aliasId: id }))))
       )
 
-    const entitlementsOf = (accountId: number) =>
-      sql<{ entitlements: PlanEntitlements; overrides: PlanOverrides; aliases_lifetime_claimed: number }>`
+    const accountPlan = SqlSchema.findOne({
+      Request: Schema.Int,
+      Result: AccountPlanRow,
+      execute: (accountId) =>
+        sql`
         SELECT p.entitlements, a.overrides, a.aliases_lifetime_claimed FROM accounts a JOIN plans p ON p.code = a.plan
-        WHERE a.id = ${accountId} FOR NO KEY UPDATE OF a`.pipe(
+        WHERE a.id = ${accountId} FOR NO KEY UPDATE OF a`
+    })
+    const entitlementsOf = (accountId: number) =>
+      accountPlan(accountId).pipe(
         Effect.orDie,
-        Effect.map((rows) => ({ ...rows[0]!, resolved: resolveEntitlements(rows[0]!.entitlements, rows[0]!.overrides) }))
+        Effect.map((row) => ({ ...row, resolved: resolveEntitlements(row.entitlements, row.overrides) }))
       )
 
-    const activeCount = (accountId: number) =>
-      sql<{ n: number }>`SELECT count(*)::int AS n FROM aliases WHERE account_id = ${accountId} AND status = 'active'`
-        .pipe(Effect.orDie, Effect.map((rows) => rows[0]!.n))
+    const countActive = SqlSchema.findOne({
+      Request: Schema.Int,
+      Result: CountRow,
+      execute: (accountId) => sql`SELECT count(*)::int AS n FROM aliases WHERE account_id = ${accountId} AND status = 'active'`
+    })
+    const activeCount = (accountId: number) => countActive(accountId).pipe(Effect.orDie, Effect.map((row) => row.n))
+
+    const endLiveReservations = SqlSchema.findAll({
+      Request: Schema.Struct({ accountId: Schema.Int, at: Schema.Date, only: Schema.NullOr(Schema.Int) }),
+      Result: IdRow,
+      execute: ({ accountId, at, only }) =>
+        sql`
+          UPDATE alias_reservations SET ended_at = ${at}
+          WHERE account_id = ${accountId} AND ended_at IS NULL ${only === null ? sql`` : sql`AND id = ${only}`}
+          RETURNING id`
+    })
 
     /** Ends the account's live reservations and frees their unclaimed candidates. */
     const endReservations = (accountId: number, at: Date, only?: number) =>
       Effect.gen(function*() {
-        const ended = yield* sql<{ id: number }>`
-          UPDATE alias_reservations SET ended_at = ${at}
-          WHERE account_id = ${accountId} AND ended_at IS NULL ${only === undefined ? sql`` : sql`AND id = ${only}`}
-          RETURNING id`.pipe(Effect.orDie)
+        const ended = yield* endLiveReservations({ accountId, at, only: only ?? null }).pipe(Effect.orDie)
         if (ended.length === 0) return 0
         const freed = yield* sql`
           DELETE FROM aliases WHERE status = 'reserved' AND reservation_id IN ${sql.in(ended.map((r) => r.id))}
@@ -210,12 +243,41 @@ export class Aliases extends Context.Service<Aliases, {
         return freed.length
       })
 
+    const domainById = SqlSchema.findOneOption({
+      Request: Schema.Int,
+      Result: DomainRow,
+      execute: (domainId) => sql`
+        SELECT id, name, state, tier FROM domains WHERE id = ${domainId}`
+    })
+    const insertReservation = SqlSchema.findOne({
+      Request: Schema.Struct({ accountId: Schema.Int, digest: Schema.Uint8Array, expiresAt: Schema.Date }),
+      Result: IdRow,
+      execute: ({ accountId, digest, expiresAt }) => sql`
+          INSERT INTO alias_reservations (account_id, token_digest, expires_at)
+          VALUES (${accountId}, ${digest}, ${expiresAt}) RETURNING id`
+    })
+    const insertCandidates = SqlSchema.findAll({
+      Request: Schema.Struct({
+        accountId: Schema.Int,
+        domainId: Schema.Int,
+        style: AliasStyle,
+        reservationId: Schema.Int,
+        localParts: Schema.Array(Schema.String)
+      }),
+      Result: Schema.Struct({ id: Schema.Int, local_part: Schema.String }),
+      execute: ({ accountId, domainId, localParts, reservationId, style }) => sql`
+            INSERT INTO aliases (account_id, domain_id, local_part, local_key, style, status, reservation_id)
+            SELECT ${accountId}, ${domainId}, l, l, ${style}, 'reserved', ${reservationId}
+            FROM jsonb_array_elements_text(${JSON.stringify(localParts)}::jsonb) AS l
+            ON CONFLICT (domain_id, local_key) DO NOTHING
+            RETURNING id, local_part`
+    })
+
     const reserve = Effect.fn("Aliases.reserve")(function*(accountId: number, input: { domainId: number; style: LocalPartStyle }) {
       const at = yield* now
-      const domains = yield* sql<{ id: number; name: string; state: string; tier: DomainTier }>`
-        SELECT id, name, state, tier FROM domains WHERE id = ${input.domainId}`.pipe(Effect.orDie)
-      const domain = domains[0]
-      if (domain === undefined) return yield* Effect.fail(new DomainNotFound({ domainId: input.domainId }))
+      const found = yield* domainById(input.domainId).pipe(Effect.orDie)
+      if (Option.isNone(found)) return yield* Effect.fail(new DomainNotFound({ domainId: input.domainId }))
+      const domain = found.value
       const [{ resolved }] = [yield* entitlementsOf(accountId).pipe(sql.withTransaction, Effect.orDie)]
       if (domain.state !== "active") return yield* Effect.fail(new DomainRetired({ domainId: domain.id }))
       if (domain.tier === "premium_only" && !resolved.earlyAccessDomains) {
@@ -233,21 +295,20 @@ export class Aliases extends Context.Service<Aliases, {
         // One reservation at a time per account: concurrent requests queue here, and each ends the previous one.
         yield* sql`SELECT id FROM accounts WHERE id = ${accountId} FOR NO KEY UPDATE`
         yield* endReservations(accountId, at)
-        const [reservation] = yield* sql<{ id: number }>`
-          INSERT INTO alias_reservations (account_id, token_digest, expires_at)
-          VALUES (${accountId}, ${tokenDigest(token)}, ${expiresAt}) RETURNING id`
+        const reservation = yield* insertReservation({ accountId, digest: tokenDigest(token), expiresAt })
         const picked: Array<{ id: number; localPart: string }> = []
         for (let round = 0; picked.length < CandidatesPerReservation && round < 20; round++) {
           const wanted = new Set<string>()
           while (wanted.size < (CandidatesPerReservation - picked.length) * 2) wanted.add(generateLocalPart(input.style, random))
           // Free the addresses of expired reservations on this domain before checking who holds what.
           const locals = [...wanted]
-          const inserted = yield* sql<{ id: number; local_part: string }>`
-            INSERT INTO aliases (account_id, domain_id, local_part, local_key, style, status, reservation_id)
-            SELECT ${accountId}, ${domain.id}, l, l, ${input.style}, 'reserved', ${reservation!.id}
-            FROM jsonb_array_elements_text(${JSON.stringify(locals.slice(0, CandidatesPerReservation - picked.length))}::jsonb) AS l
-            ON CONFLICT (domain_id, local_key) DO NOTHING
-            RETURNING id, local_part`
+          const inserted = yield* insertCandidates({
+            accountId,
+            domainId: domain.id,
+            style: input.style,
+            reservationId: reservation.id,
+            localParts: locals.slice(0, CandidatesPerReservation - picked.length)
+          })
           for (const row of inserted) picked.push({ id: row.id, localPart: row.local_part })
         }
         return picked
@@ -262,13 +323,45 @@ export class Aliases extends Context.Service<Aliases, {
       }
     })
 
+    const reservationIdOf = SqlSchema.findOneOption({
+      Request: TokenOf,
+      Result: IdRow,
+      execute: ({ accountId, digest }) => sql`
+        SELECT id FROM alias_reservations WHERE account_id = ${accountId} AND token_digest = ${digest}`
+    })
+
     const release = Effect.fn("Aliases.release")(function*(accountId: number, token: string | undefined) {
       const at = yield* now
       if (token === undefined) return yield* endReservations(accountId, at).pipe(sql.withTransaction, Effect.orDie)
-      const rows = yield* sql<{ id: number }>`
-        SELECT id FROM alias_reservations WHERE account_id = ${accountId} AND token_digest = ${tokenDigest(token)}`.pipe(Effect.orDie)
-      if (rows[0] === undefined) return 0
-      return yield* endReservations(accountId, at, rows[0].id).pipe(sql.withTransaction, Effect.orDie)
+      const reservation = yield* reservationIdOf({ accountId, digest: tokenDigest(token) }).pipe(Effect.orDie)
+      if (Option.isNone(reservation)) return 0
+      return yield* endReservations(accountId, at, reservation.value.id).pipe(sql.withTransaction, Effect.orDie)
+    })
+
+    const reservationOf = SqlSchema.findOneOption({
+      Request: TokenOf,
+      Result: ReservationRow,
+      execute: ({ accountId, digest }) => sql`
+          SELECT id, expires_at, ended_at FROM alias_reservations
+          WHERE account_id = ${accountId} AND token_digest = ${digest}`
+    })
+    const reservedCandidate = SqlSchema.findOneOption({
+      Request: Schema.Struct({ aliasId: Schema.Int, reservationId: Schema.Int }),
+      Result: Schema.Struct({ id: Schema.Int, domain_id: Schema.Int }),
+      execute: ({ aliasId, reservationId }) => sql`
+          SELECT id, domain_id FROM aliases
+          WHERE id = ${aliasId} AND reservation_id = ${reservationId} AND status = 'reserved' FOR NO KEY UPDATE`
+    })
+    const domainStateOf = SqlSchema.findOne({
+      Request: Schema.Int,
+      Result: Schema.Struct({ state: DomainState, tier: DomainTier }),
+      execute: (domainId) => sql`SELECT state, tier FROM domains WHERE id = ${domainId}`
+    })
+    const claimedSince = SqlSchema.findOne({
+      Request: Schema.Struct({ accountId: Schema.Int, since: Schema.Date }),
+      Result: Schema.Struct({ today: Schema.Int }),
+      execute: ({ accountId, since }) => sql`
+          SELECT count(*)::int AS today FROM aliases WHERE account_id = ${accountId} AND claimed_at >= ${since}`
     })
 
     const claim = Effect.fn("Aliases.claim")(function*(accountId: number, input: {
@@ -283,26 +376,21 @@ export class Aliases extends Context.Service<Aliases, {
       return yield* sql.withTransaction(Effect.gen(function*() {
         const account = yield* entitlementsOf(accountId)
         const plan = account.resolved
-        const reservations = yield* sql<{ id: number; expires_at: Date; ended_at: Date | null }>`
-          SELECT id, expires_at, ended_at FROM alias_reservations
-          WHERE account_id = ${accountId} AND token_digest = ${tokenDigest(input.reservationToken)}`.pipe(Effect.orDie)
-        const reservation = reservations[0]
+        const found = yield* reservationOf({ accountId, digest: tokenDigest(input.reservationToken) }).pipe(Effect.orDie)
+        const reservation = Option.getOrUndefined(found)
         if (reservation === undefined || reservation.ended_at !== null || reservation.expires_at <= at) {
           return yield* Effect.fail(new ReservationUnavailable())
         }
-        const candidates = yield* sql<{ id: number; domain_id: number }>`
-          SELECT id, domain_id FROM aliases
-          WHERE id = ${input.aliasId} AND reservation_id = ${reservation.id} AND status = 'reserved' FOR NO KEY UPDATE`.pipe(Effect.orDie)
-        const candidate = candidates[0]
-        if (candidate === undefined) {
+        const reserved = yield* reservedCandidate({ aliasId: input.aliasId, reservationId: reservation.id }).pipe(Effect.orDie)
+        if (Option.isNone(reserved)) {
           return yield* Effect.fail(new CandidateNotReserved({ aliasId: input.aliasId }))
         }
-        const domains = yield* sql<{ state: string; tier: DomainTier }>`SELECT state, tier FROM domains WHERE id = ${candidate.domain_id}`
-          .pipe(Effect.orDie)
-        if (domains[0]!.tier === "premium_only" && !plan.earlyAccessDomains) {
+        const candidate = reserved.value
+        const domain = yield* domainStateOf(candidate.domain_id).pipe(Effect.orDie)
+        if (domain.tier === "premium_only" && !plan.earlyAccessDomains) {
           return yield* Effect.fail(new FeatureNotInPlan({ feature: "earlyAccessDomains" }))
         }
-        if (domains[0]!.state !== "active") return yield* Effect.fail(new DomainRetired({ domainId: candidate.domain_id }))
+        if (domain.state !== "active") return yield* Effect.fail(new DomainRetired({ domainId: candidate.domain_id }))
         if (selfDestructAt !== null) {
           if (!plan.selfDestructTimers) return yield* Effect.fail(new FeatureNotInPlan({ feature: "selfDestructTimers" }))
           if (!(selfDestructAt > at)) return yield* Effect.fail(new SelfDestructNotInFuture({ selfDestructAt: input.selfDestructAt! }))
@@ -314,8 +402,7 @@ export class Aliases extends Context.Service<Aliases, {
           return yield* Effect.fail(new AliasLifetimeCapReached({ limit: plan.aliasLifetimeCap }))
         }
         const dayStart = startOfUtcDay(at)
-        const [{ today }] = (yield* sql<{ today: number }>`
-          SELECT count(*)::int AS today FROM aliases WHERE account_id = ${accountId} AND claimed_at >= ${dayStart}`.pipe(Effect.orDie)) as [{ today: number }]
+        const { today } = yield* claimedSince({ accountId, since: dayStart }).pipe(Effect.orDie)
         if (today >= plan.claimsPerDay) {
           const retryAfter = Math.ceil((dayStart.getTime() + 86_400_000 - at.getTime()) / 1000)
           return yield* Effect.fail(new DailyClaimLimitReached({ limit: plan.claimsPerDay, retryAfter }))
@@ -417,11 +504,16 @@ export class Aliases extends Context.Service<Aliases, {
       return toTimer(yield* owned(accountId, id))
     })
 
-    const injectableAddress = Effect.fn("Aliases.injectableAddress")(function*(accountId: number, id: number) {
-      const rows = yield* sql<{ status: Status; address: string }>`
+    const addressOf = SqlSchema.findOneOption({
+      Request: Schema.Struct({ accountId: Schema.Int, id: Schema.Int }),
+      Result: Schema.Struct({ status: AliasStatus, address: Schema.String }),
+      execute: ({ accountId, id }) => sql`
         SELECT al.status, al.local_part || '@' || d.name AS address FROM aliases al JOIN domains d ON d.id = al.domain_id
-        WHERE al.id = ${id} AND al.account_id = ${accountId} AND al.status <> 'reserved'`.pipe(Effect.orDie)
-      const alias = rows[0]
+        WHERE al.id = ${id} AND al.account_id = ${accountId} AND al.status <> 'reserved'`
+    })
+
+    const injectableAddress = Effect.fn("Aliases.injectableAddress")(function*(accountId: number, id: number) {
+      const alias = Option.getOrUndefined(yield* addressOf({ accountId, id }).pipe(Effect.orDie))
       if (alias === undefined) return yield* Effect.fail(new AliasNotFound({ aliasId: id }))
       if (alias.status === "paused") return yield* Effect.fail(new AliasPaused({ aliasId: id }))
       if (alias.status === "burned") return yield* Effect.fail(new AliasBurned({ aliasId: id, refused: "mailInjection" }))
@@ -451,6 +543,14 @@ export class Aliases extends Context.Service<Aliases, {
       })).pipe(Effect.orDie)
     })
 
+    const planPausedFirst = SqlSchema.findAll({
+      Request: Schema.Struct({ accountId: Schema.Int, room: Schema.Int }),
+      Result: IdRow,
+      execute: ({ accountId, room }) => sql`
+            SELECT id FROM aliases WHERE account_id = ${accountId} AND status = 'paused' AND plan_paused
+            ORDER BY claimed_at, id LIMIT ${room}`
+    })
+
     const reconcilePlan = Effect.fn("Aliases.reconcilePlan")(function*(accountId: number) {
       const at = yield* now
       return yield* sql.withTransaction(Effect.gen(function*() {
@@ -471,9 +571,7 @@ export class Aliases extends Context.Service<Aliases, {
           paused = excess.length
         } else {
           const room = resolved.activeAliasCap - active.length
-          const planPaused = yield* sql<{ id: number }>`
-            SELECT id FROM aliases WHERE account_id = ${accountId} AND status = 'paused' AND plan_paused
-            ORDER BY claimed_at, id LIMIT ${room}`.pipe(Effect.orDie)
+          const planPaused = yield* planPausedFirst({ accountId, room }).pipe(Effect.orDie)
           if (planPaused.length > 0) {
             yield* sql`UPDATE aliases SET status = 'active', plan_paused = false WHERE id IN ${sql.in(planPaused.map((r) => r.id))}`.pipe(Effect.orDie)
           }

@@ -1,6 +1,7 @@
-import { Context, Effect, Layer, Redacted } from "effect"
-import { SqlClient } from "effect/sql"
+import { Context, Effect, Layer, Option, Redacted, Schema } from "effect"
+import { SqlClient, SqlSchema } from "effect/sql"
 import { Keyring, randomSecret } from "../platform/Keyring.ts"
+import { IntFromInt8 } from "../platform/Rows.ts"
 import { now } from "../platform/Time.ts"
 
 /** How long a browser session lives without signing in again. */
@@ -11,6 +12,8 @@ export interface SessionRecord {
   readonly accountId: number
 }
 
+const SessionRow = Schema.Struct({ id: IntFromInt8, accountId: Schema.Int }).pipe(Schema.encodeKeys({ accountId: "account_id" }))
+
 export class Sessions extends Context.Service<Sessions, {
   readonly create: (accountId: number) => Effect.Effect<Redacted.Redacted<string>>
   readonly resolve: (secret: Redacted.Redacted<string>) => Effect.Effect<SessionRecord | undefined>
@@ -20,6 +23,12 @@ export class Sessions extends Context.Service<Sessions, {
     const sql = yield* SqlClient.SqlClient
     const keyring = yield* Keyring
     const digest = (secret: Redacted.Redacted<string>) => keyring.digest("session", Redacted.value(secret))
+    const live = SqlSchema.findOneOption({
+      Request: Schema.Struct({ digest: Schema.Uint8Array, at: Schema.Date }),
+      Result: SessionRow,
+      execute: ({ at, digest }) => sql`
+          SELECT id, account_id FROM sessions WHERE digest = ${digest} AND expires_at > ${at}`
+    })
 
     return Sessions.of({
       create: Effect.fn("Sessions.create")(function*(accountId: number) {
@@ -33,10 +42,7 @@ export class Sessions extends Context.Service<Sessions, {
       }),
       resolve: Effect.fn("Sessions.resolve")(function*(secret: Redacted.Redacted<string>) {
         const at = yield* now
-        const rows = yield* sql<{ id: string | number; account_id: number }>`
-          SELECT id, account_id FROM sessions WHERE digest = ${digest(secret)} AND expires_at > ${at}`.pipe(Effect.orDie)
-        const row = rows[0]
-        return row && { id: Number(row.id), accountId: row.account_id }
+        return yield* live({ digest: digest(secret), at }).pipe(Effect.map(Option.getOrUndefined), Effect.orDie)
       }),
       remove: (id) => sql`DELETE FROM sessions WHERE id = ${id}`.pipe(Effect.orDie, Effect.asVoid)
     })

@@ -1,13 +1,10 @@
-import { type DomainTier, domainAccess, type MailDomain } from "@burnbox/domain"
-import { Context, Effect, Layer } from "effect"
-import { SqlClient } from "effect/sql"
+import { domainAccess, DomainState, DomainTier, type MailDomain } from "@burnbox/domain"
+import { Context, Effect, Layer, Option, Schema } from "effect"
+import { SqlClient, SqlSchema } from "effect/sql"
 
-export interface DomainRow {
-  readonly id: number
-  readonly name: string
-  readonly state: "active" | "retired"
-  readonly tier: DomainTier
-}
+/** A receiving domain as stored; MailDomain adds what one account may do with it. */
+export const DomainRow = Schema.Struct({ id: Schema.Int, name: Schema.String, state: DomainState, tier: DomainTier })
+export type DomainRow = typeof DomainRow.Type
 
 export const toMailDomain = (row: DomainRow, earlyAccessDomains: boolean): MailDomain => ({
   id: row.id,
@@ -24,17 +21,32 @@ export class Domains extends Context.Service<Domains, {
 }>()("burnbox/Domains") {
   static readonly layer = Layer.effect(Domains, Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    return Domains.of({
-      list: sql<DomainRow>`SELECT id, name, state, tier FROM domains ORDER BY id`.pipe(Effect.orDie),
-      add: (name, tier) =>
-        sql<DomainRow>`
-          INSERT INTO domains (name, tier) VALUES (${name.toLowerCase()}, ${tier})
+    const all = SqlSchema.findAll({
+      Request: Schema.Void,
+      Result: DomainRow,
+      execute: () => sql`SELECT id, name, state, tier FROM domains ORDER BY id`
+    })
+    const upsert = SqlSchema.findOne({
+      Request: Schema.Struct({ name: Schema.String, tier: DomainTier }),
+      Result: DomainRow,
+      execute: ({ name, tier }) =>
+        sql`
+          INSERT INTO domains (name, tier) VALUES (${name}, ${tier})
           ON CONFLICT (name) DO UPDATE SET tier = EXCLUDED.tier
-          RETURNING id, name, state, tier`.pipe(Effect.orDie, Effect.map((rows) => rows[0]!)),
-      retire: (name) =>
-        sql<DomainRow>`
-          UPDATE domains SET state = 'retired' WHERE name = ${name.toLowerCase()}
-          RETURNING id, name, state, tier`.pipe(Effect.orDie, Effect.map((rows) => rows[0]))
+          RETURNING id, name, state, tier`
+    })
+    const retireNamed = SqlSchema.findOneOption({
+      Request: Schema.String,
+      Result: DomainRow,
+      execute: (name) =>
+        sql`
+          UPDATE domains SET state = 'retired' WHERE name = ${name}
+          RETURNING id, name, state, tier`
+    })
+    return Domains.of({
+      list: all(undefined).pipe(Effect.orDie),
+      add: (name, tier) => upsert({ name: name.toLowerCase(), tier }).pipe(Effect.orDie),
+      retire: (name) => retireNamed(name.toLowerCase()).pipe(Effect.map(Option.getOrUndefined), Effect.orDie)
     })
   }))
 }

@@ -1,5 +1,5 @@
-import { Context, Effect, FiberMap, Layer, Semaphore } from "effect"
-import { SqlClient } from "effect/sql"
+import { Context, Effect, FiberMap, Layer, Schema, Semaphore } from "effect"
+import { SqlClient, SqlSchema } from "effect/sql"
 import { now } from "./Time.ts"
 
 export interface Window {
@@ -90,11 +90,28 @@ export class RateLimiter extends Context.Service<RateLimiter, {
     const sql = yield* SqlClient.SqlClient
     const leases = new Map<string, Lease>()
 
-    const take = (key: string, start: number, amount: number) =>
-      sql<{ count: number }>`
-        INSERT INTO rate_windows (key, window_start, count) VALUES (${key}, ${new Date(start)}, ${amount})
+    // Both statements are made once, with their decoders: a small limit takes from the shared
+    // counter on every request.
+    const counted = SqlSchema.findOne({
+      Request: Schema.Struct({ key: Schema.String, start: Schema.Date, amount: Schema.Int }),
+      Result: Schema.Struct({ count: Schema.Int }),
+      execute: ({ amount, key, start }) =>
+        sql`
+        INSERT INTO rate_windows (key, window_start, count) VALUES (${key}, ${start}, ${amount})
         ON CONFLICT (key, window_start) DO UPDATE SET count = rate_windows.count + ${amount}
-        RETURNING count`.pipe(Effect.orDie, Effect.map((rows) => rows[0]!.count))
+        RETURNING count`
+    })
+    const countsOf = SqlSchema.findAll({
+      Request: Schema.Array(Schema.Struct({ k: Schema.String, s: Schema.String })),
+      Result: Schema.Struct({ key: Schema.String, count: Schema.Int }),
+      execute: (windows) =>
+        sql`
+          SELECT key, count FROM rate_windows
+          WHERE (key, window_start) IN (SELECT k, s FROM jsonb_to_recordset(${JSON.stringify(windows)}::jsonb) AS x(k text, s timestamptz))`
+    })
+
+    const take = (key: string, start: number, amount: number) =>
+      counted({ key, start: new Date(start), amount }).pipe(Effect.orDie, Effect.map((row) => row.count))
 
     /** This process's lease on one window, reset when the window or its limit changes. */
     const leaseFor = (id: string, window: Window, start: number): Lease => {
@@ -183,9 +200,7 @@ export class RateLimiter extends Context.Service<RateLimiter, {
       Effect.gen(function*() {
         const at = (yield* now).getTime()
         const starts = windows.map((w) => windowStart(at, w.seconds))
-        const rows = yield* sql<{ key: string; count: number }>`
-          SELECT key, count FROM rate_windows
-          WHERE (key, window_start) IN (SELECT k, s FROM jsonb_to_recordset(${JSON.stringify(windows.map((w, i) => ({ k: windowId(key, w), s: new Date(starts[i]!).toISOString() })))}::jsonb) AS x(k text, s timestamptz))`
+        const rows = yield* countsOf(windows.map((w, i) => ({ k: windowId(key, w), s: new Date(starts[i]!).toISOString() })))
           .pipe(Effect.orDie)
         const counts = new Map(rows.map((r) => [r.key, r.count]))
         // A peek reports the count the next request would have.

@@ -1,10 +1,14 @@
-import { normalizeTagColor, type Tag, TagNameTaken, TagNotFound, type TagWithCount } from "@burnbox/domain"
-import { Context, Effect, Layer } from "effect"
-import { SqlClient } from "effect/sql"
+import { normalizeTagColor, Tag, TagNameTaken, TagNotFound, TagWithCount } from "@burnbox/domain"
+import { Context, Effect, Layer, Option, Schema } from "effect"
+import { SqlClient, SqlSchema } from "effect/sql"
 import { isUniqueViolation } from "../platform/SqlErrors.ts"
 
 /** Names are unique per account, compared case-insensitively (full Unicode folding). */
 export const tagNameKey = (name: string): string => name.toLowerCase()
+
+/** A name another tag of the account holds is TagNameTaken; any other failure is a defect. */
+const unique = <A>(name: string, effect: Effect.Effect<A, unknown>) =>
+  effect.pipe(Effect.catch((error) => isUniqueViolation(error) ? Effect.fail(new TagNameTaken({ name })) : Effect.die(error)))
 
 export class Tags extends Context.Service<Tags, {
   readonly list: (accountId: number) => Effect.Effect<ReadonlyArray<TagWithCount>>
@@ -15,32 +19,60 @@ export class Tags extends Context.Service<Tags, {
   static readonly layer = Layer.effect(Tags, Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
 
-    const unique = <A>(name: string, effect: Effect.Effect<A, unknown>) =>
-      effect.pipe(Effect.catch((error) => isUniqueViolation(error) ? Effect.fail(new TagNameTaken({ name })) : Effect.die(error)))
+    const ofAccount = SqlSchema.findAll({
+      Request: Schema.Int,
+      Result: TagWithCount,
+      execute: (accountId) =>
+        sql`
+          SELECT id, name, color, ${messageCount(sql)} AS "messageCount"
+          FROM tags t WHERE account_id = ${accountId} ORDER BY name_key, id`
+    })
+    const insert = SqlSchema.findOne({
+      Request: Schema.Struct({ accountId: Schema.Int, name: Schema.String, nameKey: Schema.String, color: Schema.NullOr(Schema.String) }),
+      Result: Tag,
+      execute: ({ accountId, color, name, nameKey }) =>
+        sql`
+          INSERT INTO tags (account_id, name, name_key, color)
+          VALUES (${accountId}, ${name}, ${nameKey}, ${color})
+          RETURNING id, name, color`
+    })
+    const change = SqlSchema.findOneOption({
+      Request: Schema.Struct({
+        accountId: Schema.Int,
+        id: Schema.Int,
+        setName: Schema.Boolean,
+        name: Schema.String,
+        nameKey: Schema.String,
+        setColor: Schema.Boolean,
+        color: Schema.NullOr(Schema.String)
+      }),
+      Result: Tag,
+      execute: ({ accountId, color, id, name, nameKey, setColor, setName }) =>
+        sql`
+          UPDATE tags SET
+            name = CASE WHEN ${setName} THEN ${name} ELSE name END,
+            name_key = CASE WHEN ${setName} THEN ${nameKey} ELSE name_key END,
+            color = CASE WHEN ${setColor} THEN ${color}::text ELSE color END
+          WHERE account_id = ${accountId} AND id = ${id}
+          RETURNING id, name, color`
+    })
 
     return Tags.of({
-      list: (accountId) =>
-        sql<TagWithCount>`
-          SELECT id, name, color, ${messageCount(sql)} AS "messageCount"
-          FROM tags t WHERE account_id = ${accountId} ORDER BY name_key, id`.pipe(Effect.orDie),
+      list: (accountId) => ofAccount(accountId).pipe(Effect.orDie),
       create: (accountId, input) =>
-        unique(input.name, sql<Tag>`
-          INSERT INTO tags (account_id, name, name_key, color)
-          VALUES (${accountId}, ${input.name}, ${tagNameKey(input.name)}, ${normalizeTagColor(input.color)})
-          RETURNING id, name, color`).pipe(Effect.map((rows) => rows[0]!)),
-      update: (accountId, id, input) => {
-        const setName = input.name !== undefined
-        const setColor = input.color !== undefined
-        return unique(input.name ?? "", sql<Tag>`
-          UPDATE tags SET
-            name = CASE WHEN ${setName} THEN ${input.name ?? ""} ELSE name END,
-            name_key = CASE WHEN ${setName} THEN ${tagNameKey(input.name ?? "")} ELSE name_key END,
-            color = CASE WHEN ${setColor} THEN ${normalizeTagColor(input.color)}::text ELSE color END
-          WHERE account_id = ${accountId} AND id = ${id}
-          RETURNING id, name, color`).pipe(
-          Effect.flatMap((rows) => rows[0] ? Effect.succeed(rows[0]) : Effect.fail(new TagNotFound({ tagId: id })))
-        )
-      },
+        unique(input.name, insert({ accountId, name: input.name, nameKey: tagNameKey(input.name), color: normalizeTagColor(input.color) })),
+      update: (accountId, id, input) =>
+        unique(input.name ?? "", change({
+          accountId,
+          id,
+          setName: input.name !== undefined,
+          name: input.name ?? "",
+          nameKey: tagNameKey(input.name ?? ""),
+          setColor: input.color !== undefined,
+          color: normalizeTagColor(input.color)
+        })).pipe(
+          Effect.flatMap((tag) => Option.isSome(tag) ? Effect.succeed(tag.value) : Effect.fail(new TagNotFound({ tagId: id })))
+        ),
       remove: (accountId, id) =>
         sql`DELETE FROM tags WHERE account_id = ${accountId} AND id = ${id} RETURNING id`.pipe(
           Effect.orDie,

@@ -1,16 +1,18 @@
 import {
-  type ApiToken,
+  ApiToken,
   MaxActiveTokens,
-  type PlanEntitlements,
-  type PlanOverrides,
+  PlanEntitlements,
+  PlanOverrides,
   resolveEntitlements,
-  type Scope,
+  Scope,
   TokenLimitReached,
-  TokenPrefix
+  TokenPrefix,
+  TokenStatus
 } from "@burnbox/domain"
-import { Context, Effect, Layer, Redacted } from "effect"
-import { SqlClient } from "effect/sql"
+import { Context, Effect, Layer, Option, Redacted, Schema } from "effect"
+import { SqlClient, SqlSchema } from "effect/sql"
 import { fingerprint, Keyring, randomSecret } from "../platform/Keyring.ts"
+import { IsoFromDate } from "../platform/Rows.ts"
 import { now } from "../platform/Time.ts"
 
 export interface TokenGrant {
@@ -31,26 +33,46 @@ export interface TokenGrant {
  */
 export const TokenCacheMs = 2_000
 
-interface Raw {
-  id: number
-  name: string
-  scopes: Array<Scope>
-  prefix: string
-  status: "active" | "suspended" | "revoked"
-  created_at: Date
-  last_used_at: Date | null
-  expires_at: Date | null
+/** A token row is the ApiToken resource; its times are timestamptz. */
+const ApiTokenRow = Schema.Struct({
+  ...ApiToken.fields,
+  createdAt: IsoFromDate,
+  lastUsedAt: Schema.NullOr(IsoFromDate),
+  expiresAt: Schema.NullOr(IsoFromDate)
+}).pipe(Schema.encodeKeys({ createdAt: "created_at", lastUsedAt: "last_used_at", expiresAt: "expires_at" }))
+
+/** What `resolve` reads of a token and its owner's plan. */
+const GrantRecord = Schema.Struct({
+  id: Schema.Int,
+  account_id: Schema.Int,
+  scopes: Schema.Array(Scope),
+  status: TokenStatus,
+  expires_at: Schema.NullOr(Schema.Date),
+  entitlements: PlanEntitlements,
+  overrides: PlanOverrides
+})
+
+const toGrant = (record: typeof GrantRecord.Type): TokenGrant => {
+  const entitlements = resolveEntitlements(record.entitlements, record.overrides)
+  return {
+    id: record.id,
+    accountId: record.account_id,
+    scopes: record.scopes,
+    status: record.status,
+    expiresAt: record.expires_at,
+    requestsPerMinute: entitlements.requestsPerMinute,
+    requestsPerDay: entitlements.requestsPerDay
+  }
 }
 
-const toApiToken = (raw: Raw): ApiToken => ({
-  id: raw.id,
-  name: raw.name,
-  scopes: raw.scopes,
-  prefix: raw.prefix,
-  status: raw.status,
-  createdAt: raw.created_at.toISOString(),
-  lastUsedAt: raw.last_used_at?.toISOString() ?? null,
-  expiresAt: raw.expires_at?.toISOString() ?? null
+const NewToken = Schema.Struct({
+  accountId: Schema.Int,
+  name: Schema.String,
+  scopes: Schema.Array(Scope),
+  prefix: Schema.String,
+  digest: Schema.Uint8Array,
+  createdAt: Schema.Date,
+  expiresAt: Schema.NullOr(Schema.Date)
 })
 
 /** How stale `lastUsedAt` may get: one write per token per minute at most, off the hot path. */
@@ -94,6 +116,41 @@ export class Tokens extends Context.Service<Tokens, {
       for (const [key, entry] of cache) if (entry.grant?.accountId === accountId) cache.delete(key)
     }
 
+    const activeCount = SqlSchema.findOne({
+      Request: Schema.Struct({ accountId: Schema.Int, at: Schema.Date }),
+      Result: Schema.Struct({ active: Schema.Int }),
+      execute: ({ accountId, at }) =>
+        sql`
+          SELECT count(*)::int AS active FROM api_tokens
+          WHERE account_id = ${accountId} AND status = 'active' AND (expires_at IS NULL OR expires_at > ${at})`
+    })
+    const insert = SqlSchema.findOne({
+      Request: NewToken,
+      Result: ApiTokenRow,
+      execute: (token) =>
+        sql`
+          INSERT INTO api_tokens (account_id, name, scopes, prefix, digest, created_at, expires_at)
+          VALUES (${token.accountId}, ${token.name}, ARRAY(SELECT jsonb_array_elements_text(${JSON.stringify(token.scopes)}::jsonb)), ${token.prefix}, ${token.digest}, ${token.createdAt}, ${token.expiresAt})
+          RETURNING id, name, scopes, prefix, status, created_at, last_used_at, expires_at`
+    })
+    const ofAccount = SqlSchema.findAll({
+      Request: Schema.Int,
+      Result: ApiTokenRow,
+      execute: (accountId) =>
+        sql`
+          SELECT id, name, scopes, prefix, status, created_at, last_used_at, expires_at
+          FROM api_tokens WHERE account_id = ${accountId} ORDER BY id`
+    })
+    const byDigest = SqlSchema.findOneOption({
+      Request: Schema.Uint8Array,
+      Result: GrantRecord,
+      execute: (digested) =>
+        sql`
+            SELECT t.id, t.account_id, t.scopes, t.status, t.expires_at, p.entitlements, a.overrides
+            FROM api_tokens t JOIN accounts a ON a.id = t.account_id JOIN plans p ON p.code = a.plan
+            WHERE t.digest = ${digested}`
+    })
+
     const create = Effect.fn("Tokens.create")(function*(input: {
       accountId: number
       name: string
@@ -107,25 +164,25 @@ export class Tokens extends Context.Service<Tokens, {
       const inserted = yield* sql.withTransaction(Effect.gen(function*() {
         // Serialise token creation per account so two requests cannot both take the tenth place.
         yield* sql`SELECT id FROM accounts WHERE id = ${input.accountId} FOR NO KEY UPDATE`
-        const [{ active }] = (yield* sql<{ active: number }>`
-          SELECT count(*)::int AS active FROM api_tokens
-          WHERE account_id = ${input.accountId} AND status = 'active' AND (expires_at IS NULL OR expires_at > ${createdAt})`) as [{ active: number }]
+        const { active } = yield* activeCount({ accountId: input.accountId, at: createdAt })
         if (active >= limit) return undefined
-        return (yield* sql<Raw>`
-          INSERT INTO api_tokens (account_id, name, scopes, prefix, digest, created_at, expires_at)
-          VALUES (${input.accountId}, ${input.name}, ARRAY(SELECT jsonb_array_elements_text(${JSON.stringify(input.scopes)}::jsonb)), ${secret.slice(0, 12)}, ${digest(secret)}, ${createdAt}, ${input.expiresAt})
-          RETURNING id, name, scopes, prefix, status, created_at, last_used_at, expires_at`)[0]
+        return yield* insert({
+          accountId: input.accountId,
+          name: input.name,
+          scopes: input.scopes,
+          prefix: secret.slice(0, 12),
+          digest: digest(secret),
+          createdAt,
+          expiresAt: input.expiresAt
+        })
       })).pipe(Effect.orDie)
       if (inserted === undefined) return yield* Effect.fail(new TokenLimitReached({ limit }))
-      return { token: toApiToken(inserted), secret: Redacted.make(secret) }
+      return { token: inserted, secret: Redacted.make(secret) }
     })
 
     return Tokens.of({
       create,
-      list: (accountId) =>
-        sql<Raw>`
-          SELECT id, name, scopes, prefix, status, created_at, last_used_at, expires_at
-          FROM api_tokens WHERE account_id = ${accountId} ORDER BY id`.pipe(Effect.orDie, Effect.map((rows) => rows.map(toApiToken))),
+      list: (accountId) => ofAccount(accountId).pipe(Effect.orDie),
       revoke: (accountId, id) =>
         Effect.gen(function*() {
           forgetAccount(accountId)
@@ -141,30 +198,8 @@ export class Tokens extends Context.Service<Tokens, {
           const at = (yield* now).getTime()
           const cached = fromCache(key, at)
           if (cached !== undefined) return cached.grant
-          const digested = digest(Redacted.value(secret))
-          const rows = yield* sql<{
-            id: number
-            account_id: number
-            scopes: Array<Scope>
-            status: TokenGrant["status"]
-            expires_at: Date | null
-            entitlements: PlanEntitlements
-            overrides: PlanOverrides
-          }>`
-            SELECT t.id, t.account_id, t.scopes, t.status, t.expires_at, p.entitlements, a.overrides
-            FROM api_tokens t JOIN accounts a ON a.id = t.account_id JOIN plans p ON p.code = a.plan
-            WHERE t.digest = ${digested}`.pipe(Effect.orDie)
-          const row = rows[0]
-          const entitlements = row && resolveEntitlements(row.entitlements, row.overrides)
-          const grant = row && entitlements && {
-            id: row.id,
-            accountId: row.account_id,
-            scopes: row.scopes,
-            status: row.status,
-            expiresAt: row.expires_at,
-            requestsPerMinute: entitlements.requestsPerMinute,
-            requestsPerDay: entitlements.requestsPerDay
-          }
+          const record = yield* byDigest(digest(Redacted.value(secret))).pipe(Effect.orDie)
+          const grant = Option.isSome(record) ? toGrant(record.value) : undefined
           if (cache.size > 10_000) cache.clear()
           cache.set(key, { grant, until: at + TokenCacheMs })
           return grant

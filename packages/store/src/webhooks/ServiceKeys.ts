@@ -12,22 +12,22 @@ import {
   keyId,
   type WebhookKeySet
 } from "@burnbox/domain/webhooks/index"
-import { Context, Effect, Layer, Redacted } from "effect"
-import { SqlClient } from "effect/sql"
+import { Context, Effect, Layer, Redacted, Schema } from "effect"
+import { SqlClient, SqlSchema } from "effect/sql"
 import { BurnboxConfig } from "../platform/Config.ts"
 import { now } from "../platform/Time.ts"
 
 /** A rotated key stays published, and keeps signing, this long (decisions.md: at least 7 days). */
 export const PreviousKeyPublishedMs = 7 * 24 * 60 * 60 * 1000
 
-interface KeyRow {
-  kid: string
-  public_key: Uint8Array
-  private_key_encrypted: string
-  status: "current" | "previous"
-  created_at: Date
-  retired_at: Date | null
-}
+const KeyRow = Schema.Struct({
+  kid: Schema.String,
+  public_key: Schema.Uint8Array,
+  private_key_encrypted: Schema.String,
+  status: Schema.Literals(["current", "previous"]),
+  created_at: Schema.Date,
+  retired_at: Schema.NullOr(Schema.Date)
+})
 
 export interface SigningKey {
   readonly kid: string
@@ -49,22 +49,31 @@ export class ServiceKeys extends Context.Service<ServiceKeys, {
     const config = yield* BurnboxConfig
     const secret = Redacted.value(config.secret)
 
+    const insertKey = SqlSchema.findAll({
+      Request: Schema.Struct({ kid: Schema.String, publicKey: Schema.Uint8Array, privateKeyEncrypted: Schema.String, at: Schema.Date }),
+      Result: Schema.Struct({ kid: Schema.String }),
+      execute: (key) => sql`
+        INSERT INTO webhook_signing_keys (kid, public_key, private_key_encrypted, status, created_at)
+        VALUES (${key.kid}, ${key.publicKey}, ${key.privateKeyEncrypted}, 'current', ${key.at})
+        ON CONFLICT DO NOTHING RETURNING kid`
+    })
     const insertCurrent = (at: Date) => {
       const pair = generateEd25519KeyPair()
-      const kid = keyId(pair.publicKey)
-      return sql<{ kid: string }>`
-        INSERT INTO webhook_signing_keys (kid, public_key, private_key_encrypted, status, created_at)
-        VALUES (${kid}, ${pair.publicKey}, ${encryptPrivateKey(pair.privateKey, secret)}, 'current', ${at})
-        ON CONFLICT DO NOTHING RETURNING kid`
+      return insertKey({ kid: keyId(pair.publicKey), publicKey: pair.publicKey, privateKeyEncrypted: encryptPrivateKey(pair.privateKey, secret), at })
     }
+    const publishedSince = SqlSchema.findAll({
+      Request: Schema.Date,
+      Result: KeyRow,
+      execute: (cutoff) => sql`
+        SELECT kid, public_key, private_key_encrypted, status, created_at, retired_at FROM webhook_signing_keys
+        WHERE status = 'current' OR retired_at > ${cutoff}
+        ORDER BY created_at DESC`
+    })
 
     const published = Effect.gen(function*() {
       const at = yield* now
       const cutoff = new Date(at.getTime() - PreviousKeyPublishedMs)
-      const read = sql<KeyRow>`
-        SELECT kid, public_key, private_key_encrypted, status, created_at, retired_at FROM webhook_signing_keys
-        WHERE status = 'current' OR retired_at > ${cutoff}
-        ORDER BY created_at DESC`
+      const read = publishedSince(cutoff)
       let rows = yield* read
       if (!rows.some((row) => row.status === "current")) {
         yield* insertCurrent(at)

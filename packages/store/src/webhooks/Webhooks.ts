@@ -5,10 +5,12 @@
  */
 import {
   type ActiveEndpointRequest,
+  DeliveryEventType,
   DeliveryInProgress,
   DeliveryNotFound,
   DeliveryPayloadExpired,
   DeliveryRetentionMs,
+  DeliveryStatus,
   envelopeBytes,
   eventId,
   SecretOverlapMs,
@@ -18,19 +20,19 @@ import {
   WebhookUrlRefused,
   type CreateWebhook,
   type DeliveryAttempt,
-  type DeliveryStatus,
   type UpdateWebhook,
   type Webhook,
   type WebhookDelivery,
-  type WebhookDeliveryReceipt,
-  type WebhookStatus,
-  type WebhookSubscription
+  WebhookDeliveryReceipt,
+  WebhookStatus,
+  WebhookSubscription
 } from "@burnbox/domain"
 import { decodeEndpointSecret, decryptPrivateKey, encryptPrivateKey, generateEndpointSecret } from "@burnbox/domain/webhooks/index"
-import { Context, Effect, Layer, Redacted } from "effect"
-import { SqlClient } from "effect/sql"
+import { Context, Effect, Layer, Option, Redacted, Schema } from "effect"
+import { SqlClient, SqlSchema } from "effect/sql"
 import { BurnboxConfig } from "../platform/Config.ts"
 import { checkTarget } from "../platform/OutboundHttp.ts"
+import { CountRow, IntFromInt8, IsoFromDate } from "../platform/Rows.ts"
 import { now } from "../platform/Time.ts"
 
 // ---------------------------------------------------------------------------------------------
@@ -46,28 +48,30 @@ export const decryptEndpointSecret = (stored: string, serverSecret: Redacted.Red
 // ---------------------------------------------------------------------------------------------
 // Rows
 
-export interface WebhookRow {
-  id: number
-  account_id: number
-  name: string
-  url: string
-  subscription: WebhookSubscription
-  spki_pin: string | null
-  include_text_body: boolean
-  include_message_restored: boolean
-  status: WebhookStatus
-  failure_count: number
-  secret_version: number
-  secret_encrypted: string
-  previous_secret_encrypted: string | null
-  previous_secret_expires_at: Date | null
-  last_success_at: Date | null
-  last_failure_at: Date | null
-  failure_since: Date | null
-  disabled_at: Date | null
-  created_at: Date
-  updated_at: Date
-}
+/** An endpoint as stored (`SELECT *`), secrets encrypted. */
+export const WebhookRow = Schema.Struct({
+  id: Schema.Int,
+  account_id: Schema.Int,
+  name: Schema.String,
+  url: Schema.String,
+  subscription: WebhookSubscription,
+  spki_pin: Schema.NullOr(Schema.String),
+  include_text_body: Schema.Boolean,
+  include_message_restored: Schema.Boolean,
+  status: WebhookStatus,
+  failure_count: Schema.Int,
+  secret_version: Schema.Int,
+  secret_encrypted: Schema.String,
+  previous_secret_encrypted: Schema.NullOr(Schema.String),
+  previous_secret_expires_at: Schema.NullOr(Schema.Date),
+  last_success_at: Schema.NullOr(Schema.Date),
+  last_failure_at: Schema.NullOr(Schema.Date),
+  failure_since: Schema.NullOr(Schema.Date),
+  disabled_at: Schema.NullOr(Schema.Date),
+  created_at: Schema.Date,
+  updated_at: Schema.Date
+})
+export type WebhookRow = typeof WebhookRow.Type
 
 const iso = (d: Date | null) => d?.toISOString() ?? null
 /** "Database timestamp text" (spec 2.21): what PostgreSQL prints for a timestamptz in UTC. */
@@ -93,36 +97,60 @@ export const toWebhook = (row: WebhookRow): Webhook => ({
   updatedAt: row.updated_at.toISOString()
 })
 
-interface DeliveryRow {
-  id: string | number
-  webhook_id: number
-  webhook_name: string
-  event_id: string
-  event_type: WebhookDelivery["eventType"]
-  status: DeliveryStatus
-  attempt_count: number
-  cycle_attempt_count: number
-  last_http_status: number | null
-  last_error: string | null
-  latency_ms: number | null
-  response_snippet: string | null
-  next_attempt_at: Date
-  last_attempt_at: Date | null
-  delivered_at: Date | null
-  created_at: Date
-  attempts: ReadonlyArray<{
-    attempt: number
-    status: "succeeded" | "failed"
-    http_status: number | null
-    error_code: string | null
-    latency_ms: number
-    response_snippet: string | null
-    attempted_at: string
-  }> | null
-}
+/** An attempt as the delivery log's `json_agg` writes it (the time as PostgreSQL prints a timestamptz in JSON). */
+const AttemptJson = Schema.Struct({
+  attempt: Schema.Int,
+  status: Schema.Literals(["succeeded", "failed"]),
+  http_status: Schema.NullOr(Schema.Int),
+  error_code: Schema.NullOr(Schema.String),
+  latency_ms: Schema.Int,
+  response_snippet: Schema.NullOr(Schema.String),
+  attempted_at: Schema.String
+})
+
+/** A delivery with its endpoint's name and its attempts, as the log reads it. */
+const DeliveryRow = Schema.Struct({
+  id: IntFromInt8,
+  webhook_id: Schema.Int,
+  webhook_name: Schema.String,
+  event_id: Schema.String,
+  event_type: DeliveryEventType,
+  status: DeliveryStatus,
+  attempt_count: Schema.Int,
+  cycle_attempt_count: Schema.Int,
+  last_http_status: Schema.NullOr(Schema.Int),
+  last_error: Schema.NullOr(Schema.String),
+  latency_ms: Schema.NullOr(Schema.Int),
+  response_snippet: Schema.NullOr(Schema.String),
+  next_attempt_at: Schema.Date,
+  last_attempt_at: Schema.NullOr(Schema.Date),
+  delivered_at: Schema.NullOr(Schema.Date),
+  created_at: Schema.Date,
+  attempts: Schema.NullOr(Schema.Array(AttemptJson))
+})
+type DeliveryRow = typeof DeliveryRow.Type
+
+/** A delivery row (`RETURNING *`) is the WebhookDeliveryReceipt resource. */
+const ReceiptRow = Schema.Struct({
+  ...WebhookDeliveryReceipt.fields,
+  id: IntFromInt8,
+  nextAttemptAt: IsoFromDate,
+  createdAt: IsoFromDate
+}).pipe(Schema.encodeKeys({
+  webhookId: "webhook_id",
+  eventId: "event_id",
+  eventType: "event_type",
+  attemptCount: "attempt_count",
+  cycleAttemptCount: "cycle_attempt_count",
+  nextAttemptAt: "next_attempt_at",
+  createdAt: "created_at"
+}))
+
+/** What redelivery checks of a delivery. */
+const RedeliverableRow = Schema.Struct({ webhook_id: Schema.Int, status: DeliveryStatus, created_at: Schema.Date, purged: Schema.Boolean })
 
 const toDelivery = (row: DeliveryRow): WebhookDelivery => ({
-  id: Number(row.id),
+  id: row.id,
   webhookId: row.webhook_id,
   webhookName: row.webhook_name,
   eventId: row.event_id,
@@ -147,18 +175,6 @@ const toDelivery = (row: DeliveryRow): WebhookDelivery => ({
     responseSnippet: a.response_snippet,
     attemptedAt: new Date(a.attempted_at).toISOString()
   }))
-})
-
-const toReceipt = (row: Omit<DeliveryRow, "webhook_name" | "attempts">): WebhookDeliveryReceipt => ({
-  id: Number(row.id),
-  webhookId: row.webhook_id,
-  eventId: row.event_id,
-  eventType: row.event_type,
-  status: row.status,
-  attemptCount: row.attempt_count,
-  cycleAttemptCount: row.cycle_attempt_count,
-  nextAttemptAt: row.next_attempt_at.toISOString(),
-  createdAt: row.created_at.toISOString()
 })
 
 /** Tests and redelivery go only to an active endpoint. */
@@ -188,12 +204,18 @@ export class Webhooks extends Context.Service<Webhooks, {
     const sql = yield* SqlClient.SqlClient
     const config = yield* BurnboxConfig
 
-    const owned = (accountId: number, id: number, lock = false) =>
-      sql<WebhookRow>`
+    const ownedRow = SqlSchema.findOneOption({
+      Request: Schema.Struct({ accountId: Schema.Int, id: Schema.Int, lock: Schema.Boolean }),
+      Result: WebhookRow,
+      execute: ({ accountId, id, lock }) =>
+        sql`
         SELECT * FROM webhooks WHERE id = ${id} AND account_id = ${accountId} AND deleted_at IS NULL
-        ${lock ? sql`FOR NO KEY UPDATE` : sql``}`.pipe(
+        ${lock ? sql`FOR NO KEY UPDATE` : sql``}`
+    })
+    const owned = (accountId: number, id: number, lock = false) =>
+      ownedRow({ accountId, id, lock }).pipe(
         Effect.orDie,
-        Effect.flatMap((rows) => (rows[0] ? Effect.succeed(rows[0]) : Effect.fail(new WebhookNotFound({ webhookId: id }))))
+        Effect.flatMap((row) => (Option.isSome(row) ? Effect.succeed(row.value) : Effect.fail(new WebhookNotFound({ webhookId: id }))))
       )
 
     /** The URL's rules and its DNS answer; a refusal names the rule. */
@@ -204,10 +226,43 @@ export class Webhooks extends Context.Service<Webhooks, {
         return checked.url.href
       })
 
+    const ofAccount = SqlSchema.findAll({
+      Request: Schema.Int,
+      Result: WebhookRow,
+      execute: (accountId) => sql`
+        SELECT * FROM webhooks WHERE account_id = ${accountId} AND deleted_at IS NULL ORDER BY id`
+    })
     const list = Effect.fn("Webhooks.list")(function*(accountId: number) {
-      const rows = yield* sql<WebhookRow>`
-        SELECT * FROM webhooks WHERE account_id = ${accountId} AND deleted_at IS NULL ORDER BY id`.pipe(Effect.orDie)
+      const rows = yield* ofAccount(accountId).pipe(Effect.orDie)
       return rows.map(toWebhook)
+    })
+
+    const countOf = SqlSchema.findOne({
+      Request: Schema.Int,
+      Result: CountRow,
+      execute: (accountId) => sql`
+          SELECT count(*)::int AS n FROM webhooks WHERE account_id = ${accountId} AND deleted_at IS NULL`
+    })
+    const insert = SqlSchema.findOne({
+      Request: Schema.Struct({
+        accountId: Schema.Int,
+        name: Schema.String,
+        url: Schema.String,
+        subscription: WebhookSubscription,
+        spkiPin: Schema.NullOr(Schema.String),
+        includeTextBody: Schema.Boolean,
+        includeMessageRestored: Schema.Boolean,
+        secretEncrypted: Schema.String,
+        at: Schema.Date
+      }),
+      Result: WebhookRow,
+      execute: (endpoint) => sql`
+          INSERT INTO webhooks (account_id, name, url, subscription, spki_pin, include_text_body, include_message_restored,
+                                secret_encrypted, created_at, updated_at)
+          VALUES (${endpoint.accountId}, ${endpoint.name}, ${endpoint.url}, ${JSON.stringify(endpoint.subscription)}::jsonb, ${endpoint.spkiPin},
+                  ${endpoint.includeTextBody}, ${endpoint.includeMessageRestored},
+                  ${endpoint.secretEncrypted}, ${endpoint.at}, ${endpoint.at})
+          RETURNING *`
     })
 
     const create = Effect.fn("Webhooks.create")(function*(accountId: number, input: CreateWebhook, limit: number) {
@@ -217,17 +272,19 @@ export class Webhooks extends Context.Service<Webhooks, {
       const row = yield* sql.withTransaction(Effect.gen(function*() {
         // Serialise creations per account so the count cannot be raced past the limit.
         yield* sql`SELECT id FROM accounts WHERE id = ${accountId} FOR NO KEY UPDATE`
-        const [count] = yield* sql<{ n: number }>`
-          SELECT count(*)::int AS n FROM webhooks WHERE account_id = ${accountId} AND deleted_at IS NULL`
-        if (count!.n >= limit) return undefined
-        const [inserted] = yield* sql<WebhookRow>`
-          INSERT INTO webhooks (account_id, name, url, subscription, spki_pin, include_text_body, include_message_restored,
-                                secret_encrypted, created_at, updated_at)
-          VALUES (${accountId}, ${input.name}, ${url}, ${JSON.stringify(input.subscription)}::jsonb, ${input.spki_pin ?? null},
-                  ${input.include_text_body ?? false}, ${input.include_message_restored ?? false},
-                  ${encryptEndpointSecret(secret, config.secret)}, ${at}, ${at})
-          RETURNING *`
-        return inserted
+        const count = yield* countOf(accountId)
+        if (count.n >= limit) return undefined
+        return yield* insert({
+          accountId,
+          name: input.name,
+          url,
+          subscription: input.subscription,
+          spkiPin: input.spki_pin ?? null,
+          includeTextBody: input.include_text_body ?? false,
+          includeMessageRestored: input.include_message_restored ?? false,
+          secretEncrypted: encryptEndpointSecret(secret, config.secret),
+          at
+        })
       })).pipe(Effect.orDie)
       if (row === undefined) {
         return yield* Effect.fail(new WebhookLimitReached({ limit }))
@@ -240,6 +297,36 @@ export class Webhooks extends Context.Service<Webhooks, {
       sql`UPDATE webhook_deliveries SET status = 'abandoned', claimed_at = NULL
           WHERE webhook_id = ${webhookId} AND status IN ('pending', 'delivering')`
 
+    const write = SqlSchema.findOne({
+      Request: Schema.Struct({
+        id: Schema.Int,
+        name: Schema.String,
+        url: Schema.String,
+        subscription: WebhookSubscription,
+        spkiPin: Schema.NullOr(Schema.String),
+        includeTextBody: Schema.Boolean,
+        includeMessageRestored: Schema.Boolean,
+        status: WebhookStatus,
+        disabledAt: Schema.NullOr(Schema.Date),
+        failureSince: Schema.NullOr(Schema.Date),
+        at: Schema.Date
+      }),
+      Result: WebhookRow,
+      execute: (endpoint) => sql`
+          UPDATE webhooks SET
+            name = ${endpoint.name},
+            url = ${endpoint.url},
+            subscription = ${JSON.stringify(endpoint.subscription)}::jsonb,
+            spki_pin = ${endpoint.spkiPin},
+            include_text_body = ${endpoint.includeTextBody},
+            include_message_restored = ${endpoint.includeMessageRestored},
+            status = ${endpoint.status},
+            disabled_at = ${endpoint.disabledAt},
+            failure_since = ${endpoint.failureSince},
+            updated_at = ${endpoint.at}
+          WHERE id = ${endpoint.id} RETURNING *`
+    })
+
     const update = Effect.fn("Webhooks.update")(function*(accountId: number, id: number, input: UpdateWebhook) {
       const url = input.url === undefined ? undefined : yield* validateUrl(input.url)
       const at = yield* now
@@ -247,21 +334,21 @@ export class Webhooks extends Context.Service<Webhooks, {
         const row = yield* owned(accountId, id, true)
         const status = input.status ?? row.status
         const reactivated = input.status === "active" && row.status !== "active"
-        const [updated] = yield* sql<WebhookRow>`
-          UPDATE webhooks SET
-            name = ${input.name ?? row.name},
-            url = ${url ?? row.url},
-            subscription = ${JSON.stringify(input.subscription ?? row.subscription)}::jsonb,
-            spki_pin = ${input.spki_pin === undefined ? row.spki_pin : input.spki_pin},
-            include_text_body = ${input.include_text_body ?? row.include_text_body},
-            include_message_restored = ${input.include_message_restored ?? row.include_message_restored},
-            status = ${status},
-            disabled_at = ${reactivated ? null : row.disabled_at},
-            failure_since = ${reactivated ? null : row.failure_since},
-            updated_at = ${at}
-          WHERE id = ${id} RETURNING *`.pipe(Effect.orDie)
+        const updated = yield* write({
+          id,
+          name: input.name ?? row.name,
+          url: url ?? row.url,
+          subscription: input.subscription ?? row.subscription,
+          spkiPin: input.spki_pin === undefined ? row.spki_pin : input.spki_pin,
+          includeTextBody: input.include_text_body ?? row.include_text_body,
+          includeMessageRestored: input.include_message_restored ?? row.include_message_restored,
+          status,
+          disabledAt: reactivated ? null : row.disabled_at,
+          failureSince: reactivated ? null : row.failure_since,
+          at
+        }).pipe(Effect.orDie)
         if (status !== "active") yield* abandonQueued(id).pipe(Effect.orDie)
-        return toWebhook(updated!)
+        return toWebhook(updated)
       })).pipe(Effect.catchTag("SqlError", Effect.die))
     })
 
@@ -274,28 +361,38 @@ export class Webhooks extends Context.Service<Webhooks, {
       })).pipe(Effect.catchTag("SqlError", Effect.die))
     })
 
+    const rotate = SqlSchema.findOne({
+      Request: Schema.Struct({ id: Schema.Int, previousExpiresAt: Schema.Date, secretEncrypted: Schema.String, at: Schema.Date }),
+      Result: WebhookRow,
+      execute: ({ at, id, previousExpiresAt, secretEncrypted }) => sql`
+          UPDATE webhooks SET
+            previous_secret_encrypted = secret_encrypted,
+            previous_secret_expires_at = ${previousExpiresAt},
+            secret_encrypted = ${secretEncrypted},
+            secret_version = secret_version + 1,
+            updated_at = ${at}
+          WHERE id = ${id} RETURNING *`
+    })
+
     const rotateSecret = Effect.fn("Webhooks.rotateSecret")(function*(accountId: number, id: number) {
       const at = yield* now
       const secret = Redacted.make(generateEndpointSecret())
       const row = yield* sql.withTransaction(Effect.gen(function*() {
         yield* owned(accountId, id, true)
-        const [updated] = yield* sql<WebhookRow>`
-          UPDATE webhooks SET
-            previous_secret_encrypted = secret_encrypted,
-            previous_secret_expires_at = ${new Date(at.getTime() + SecretOverlapMs)},
-            secret_encrypted = ${encryptEndpointSecret(secret, config.secret)},
-            secret_version = secret_version + 1,
-            updated_at = ${at}
-          WHERE id = ${id} RETURNING *`.pipe(Effect.orDie)
-        return updated!
+        return yield* rotate({
+          id,
+          previousExpiresAt: new Date(at.getTime() + SecretOverlapMs),
+          secretEncrypted: encryptEndpointSecret(secret, config.secret),
+          at
+        }).pipe(Effect.orDie)
       })).pipe(Effect.catchTag("SqlError", Effect.die))
       return { webhook: toWebhook(row), secret }
     })
 
-    const deliveries = Effect.fn("Webhooks.deliveries")(function*(accountId: number, webhookId: number | null, limit: number) {
-      if (webhookId !== null) yield* owned(accountId, webhookId)
-      const at = yield* now
-      const rows = yield* sql<DeliveryRow>`
+    const deliveryLog = SqlSchema.findAll({
+      Request: Schema.Struct({ accountId: Schema.Int, since: Schema.Date, webhookId: Schema.NullOr(Schema.Int), limit: Schema.Int }),
+      Result: DeliveryRow,
+      execute: ({ accountId, limit, since, webhookId }) => sql`
         SELECT d.id, d.webhook_id, w.name AS webhook_name, d.event_id, d.event_type, d.status, d.attempt_count,
                d.cycle_attempt_count, d.last_http_status, d.last_error, d.latency_ms, d.response_snippet, d.next_attempt_at,
                d.last_attempt_at, d.delivered_at, d.created_at,
@@ -306,10 +403,32 @@ export class Webhooks extends Context.Service<Webhooks, {
                 FROM webhook_attempts a WHERE a.delivery_id = d.id) AS attempts
         FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
         WHERE d.account_id = ${accountId} AND d.purged_at IS NULL
-          AND d.created_at > ${new Date(at.getTime() - DeliveryRetentionMs)}
+          AND d.created_at > ${since}
           ${webhookId === null ? sql`` : sql`AND d.webhook_id = ${webhookId}`}
-        ORDER BY d.id DESC LIMIT ${limit}`.pipe(Effect.orDie)
+        ORDER BY d.id DESC LIMIT ${limit}`
+    })
+
+    const deliveries = Effect.fn("Webhooks.deliveries")(function*(accountId: number, webhookId: number | null, limit: number) {
+      if (webhookId !== null) yield* owned(accountId, webhookId)
+      const at = yield* now
+      const rows = yield* deliveryLog({ accountId, since: new Date(at.getTime() - DeliveryRetentionMs), webhookId, limit }).pipe(Effect.orDie)
       return rows.map(toDelivery)
+    })
+
+    const insertDelivery = SqlSchema.findOne({
+      Request: Schema.Struct({
+        webhookId: Schema.Int,
+        accountId: Schema.Int,
+        eventId: Schema.String,
+        eventType: DeliveryEventType,
+        payload: Schema.Uint8Array,
+        at: Schema.Date
+      }),
+      Result: ReceiptRow,
+      execute: (delivery) => sql`
+          INSERT INTO webhook_deliveries (webhook_id, account_id, event_id, event_type, payload, next_attempt_at, created_at)
+          VALUES (${delivery.webhookId}, ${delivery.accountId}, ${delivery.eventId}, ${delivery.eventType}, ${delivery.payload}, ${delivery.at}, ${delivery.at})
+          RETURNING *`
     })
 
     const queueTest = Effect.fn("Webhooks.queueTest")(function*(accountId: number, id: number) {
@@ -321,23 +440,38 @@ export class Webhooks extends Context.Service<Webhooks, {
         yield* sql`
           INSERT INTO events (id, account_id, alias_id, type, time, data, dispatched_at)
           VALUES (${event.id}, ${accountId}, NULL, ${event.type}, ${at}, ${JSON.stringify(event.data)}::jsonb, ${at})`.pipe(Effect.orDie)
-        const [delivery] = yield* sql<Omit<DeliveryRow, "webhook_name" | "attempts">>`
-          INSERT INTO webhook_deliveries (webhook_id, account_id, event_id, event_type, payload, next_attempt_at, created_at)
-          VALUES (${id}, ${accountId}, ${event.id}, ${event.type}, ${envelopeBytes(event)}, ${at}, ${at})
-          RETURNING *`.pipe(Effect.orDie)
-        return toReceipt(delivery!)
+        return yield* insertDelivery({
+          webhookId: id,
+          accountId,
+          eventId: event.id,
+          eventType: event.type,
+          payload: envelopeBytes(event),
+          at
+        }).pipe(Effect.orDie)
       })).pipe(Effect.catchTag("SqlError", Effect.die))
+    })
+
+    const redeliverable = SqlSchema.findOneOption({
+      Request: Schema.Struct({ deliveryId: Schema.Int, accountId: Schema.Int }),
+      Result: RedeliverableRow,
+      execute: ({ accountId, deliveryId }) => sql`
+          SELECT d.webhook_id, d.status, d.created_at, (d.purged_at IS NOT NULL OR d.payload IS NULL) AS purged
+          FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
+          WHERE d.id = ${deliveryId} AND d.account_id = ${accountId} AND w.deleted_at IS NULL
+          FOR UPDATE OF d`
+    })
+    const restart = SqlSchema.findOne({
+      Request: Schema.Struct({ deliveryId: Schema.Int, at: Schema.Date }),
+      Result: ReceiptRow,
+      execute: ({ at, deliveryId }) => sql`
+          UPDATE webhook_deliveries SET status = 'pending', cycle_attempt_count = 0, next_attempt_at = ${at}, claimed_at = NULL
+          WHERE id = ${deliveryId} RETURNING *`
     })
 
     const redeliver = Effect.fn("Webhooks.redeliver")(function*(accountId: number, deliveryId: number) {
       const at = yield* now
       return yield* sql.withTransaction(Effect.gen(function*() {
-        const rows = yield* sql<{ webhook_id: number; status: DeliveryStatus; created_at: Date; purged: boolean }>`
-          SELECT d.webhook_id, d.status, d.created_at, (d.purged_at IS NOT NULL OR d.payload IS NULL) AS purged
-          FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
-          WHERE d.id = ${deliveryId} AND d.account_id = ${accountId} AND w.deleted_at IS NULL
-          FOR UPDATE OF d`.pipe(Effect.orDie)
-        const found = rows[0]
+        const found = Option.getOrUndefined(yield* redeliverable({ deliveryId, accountId }).pipe(Effect.orDie))
         if (found === undefined) return yield* Effect.fail(new DeliveryNotFound({ deliveryId }))
         if (found.purged || found.created_at.getTime() <= at.getTime() - DeliveryRetentionMs) {
           return yield* Effect.fail(new DeliveryPayloadExpired({ deliveryId }))
@@ -348,10 +482,7 @@ export class Webhooks extends Context.Service<Webhooks, {
           return yield* Effect.fail(new DeliveryInProgress({ deliveryId }))
         }
         // Same event id and bytes; a fresh cycle; the attempt history stays.
-        const [delivery] = yield* sql<Omit<DeliveryRow, "webhook_name" | "attempts">>`
-          UPDATE webhook_deliveries SET status = 'pending', cycle_attempt_count = 0, next_attempt_at = ${at}, claimed_at = NULL
-          WHERE id = ${deliveryId} RETURNING *`.pipe(Effect.orDie)
-        return toReceipt(delivery!)
+        return yield* restart({ deliveryId, at }).pipe(Effect.orDie)
       })).pipe(Effect.catchTag("SqlError", Effect.die))
     })
 
