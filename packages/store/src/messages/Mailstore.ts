@@ -9,6 +9,7 @@ import { type PlanEntitlements, type PlanOverrides, QuotaExceeded, resolveEntitl
 import { Cause, Context, Deferred, Effect, Layer, Queue, Result } from "effect"
 import { PgTypes } from "@effect/sql-pg"
 import { SqlClient } from "effect/sql"
+import { type RawBytes, rawBytes, RawPieceBytes } from "../platform/BlobStore.ts"
 import { now } from "../platform/Time.ts"
 
 export const PipelineChannel = "burnbox_pipeline"
@@ -49,26 +50,6 @@ const BatchesInFlight = 2
 const MaxBatch = 64
 /** RCPT lookups: how many shared queries may be in flight at once. */
 const LookupsInFlight = 4
-
-/**
- * Raw bytes above this size go to PostgreSQL in pieces of this size (staged in a large object
- * inside the accepting transaction), so the driver never builds one protocol frame of the
- * whole message: a 15 MB message costs the process its own bytes plus a piece, not three copies.
- */
-export const RawPieceBytes = 1024 * 1024
-
-/** The raw bytes of one accept: `whole` when small, else `pieces` staged before the insert. */
-interface RawBytes {
-  readonly size: number
-  readonly whole: Uint8Array | null
-  readonly pieces: ReadonlyArray<Uint8Array>
-}
-const rawBytes = (raw: Uint8Array | ReadonlyArray<Uint8Array>): RawBytes => {
-  const list = raw instanceof Uint8Array ? [raw] : raw
-  const size = list.reduce((n, c) => n + c.byteLength, 0)
-  if (size <= RawPieceBytes) return { size, whole: list.length === 1 ? list[0]! : Buffer.concat(list), pieces: [] }
-  return { size, whole: null, pieces: list }
-}
 
 /** A text[] parameter that may hold only nulls (the driver cannot infer the type of those). */
 const nullableText = (values: ReadonlyArray<string | null>) => PgTypes.array(values, PgTypes.OID.text).pipe(Result.getOrThrow)
