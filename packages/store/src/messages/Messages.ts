@@ -178,7 +178,7 @@ export class Messages extends Context.Service<Messages, {
         : sql`(m.received_at, m.id) > (${new Date(position.receivedAt)}, ${position.id})`
       const order = newest ? sql`m.received_at DESC, m.id DESC` : sql`m.received_at ASC, m.id ASC`
       const readerMarks = sql`LEFT JOIN message_states s ON s.message_id = m.id AND s.account_id = ${accountId}`
-      /** The page as its reader sees it (the first `limit` of `rows`), with the list's total. */
+      /** The page as its reader sees it: the first `limit` of `rows`, with their aliases and tags. */
       const summarize = (rows: ReadonlyArray<SummaryRow>) => summariesOf(accountId, rows.slice(0, limit))
       const searched = indexed && query !== undefined
         ? search.search({
