@@ -19,7 +19,7 @@
  *    fabricated), q with one common term, one rare term, and three terms; GET /api/v1/me as the
  *    floor of any authenticated request;
  * 5. prints EXPLAIN (ANALYZE, BUFFERS) of the SQL those requests run (the shape of
- *    packages/store/src/messages/Messages.ts and MessageList.ts with concrete values; the service runs
+ *    packages/store/src/messages/Messages.ts, MessageList.ts and search/SearchIndex.ts with concrete values; the service runs
  *    the page query and the count query for `total` concurrently), the indexes used, the
  *    costliest plan nodes, and times each query alone;
  * 6. with BENCH_WHATIF=1 (default), tries candidate fixes on the benchmark's own temporary
@@ -68,14 +68,15 @@ const overallTimeoutMs = 20 * 60_000 + total * 1.5 + deepPages * 4_000 + request
 const out = (line = "") => process.stdout.write(line + "\n")
 
 // ---------------------------------------------------------------------------------------------
-// The SQL of GET /messages (packages/store/src/messages/Messages.ts `list` and MessageList.ts
-// `listConditions`), default filters (not trashed, not archived), newest first.
+// The SQL of GET /messages (packages/store/src/messages/Messages.ts `list`, MessageList.ts
+// `listConditions` and, with q, search/SearchIndex.ts `search`), default filters (not trashed,
+// not archived), newest first.
 
 const summaryColumns = `m.id, m.source, m.alias_id, m.sender_name, m.sender_address,
   m.envelope_from, m.subject, m.snippet, m.received_at, m.expires_at, m.size_bytes, s.is_read, s.starred, s.pinned,
   s.archived, m.trashed_at, m.trash_purge_at, m.has_attachments, m.spam_score, m.auth, m.otp_codes, m.processing_status`
 
-/** Rows of the mailbox a one-word search walks for each row of its page (Messages.ts walkBreadth). */
+/** Rows of the mailbox a one-word search walks for each row of its page (SearchIndex.ts walkBreadth). */
 const walkBreadth = 10
 
 interface Shape {
@@ -90,7 +91,7 @@ interface Shape {
  * SQL template numbers them, the parameter types @effect/sql-pg binds (integers int4, booleans
  * bool, Dates timestamptz, strings untyped, so text here), and the values as SQL literals.
  * `searchIndex`: sent unprepared (planned for its values) and, unless it is the walk, planned
- * with enable_seqscan off (Messages.ts onSearchIndex).
+ * with enable_seqscan off (SearchIndex.ts onSearchIndex).
  */
 interface Statement {
   readonly text: string
@@ -101,7 +102,7 @@ interface Statement {
 }
 
 /**
- * The statements of GET /messages (Messages.ts `list`):
+ * The statements of GET /messages (Messages.ts `list`, SearchIndex.ts `search`):
  * - `page`: the page. Without `q`, read from messages. For one word, the walk of the mailbox in
  *   list order (at most walkBreadth x (limit + 1) rows), sent with `count` at once. For several
  *   words, the matches read once from the GIN index for the page and the total.
@@ -487,7 +488,7 @@ const main = async (): Promise<number> => {
   out("timestamptz, strings untyped), EXECUTEd 6 times (a pooled connection of the service prepares it once and, after 5 executions, PostgreSQL")
   out("may switch it to a generic plan), then EXPLAIN (ANALYZE, BUFFERS) EXECUTE. The service sends a search's statements (q: the search index")
   out("message_search) unprepared, so they always get a custom plan: those are shown with plan_cache_mode force_custom_plan; and, but for")
-  out("the walk, with enable_seqscan off, as the service plans them (SET LOCAL in their transaction; Messages.ts onSearchIndex). Without q,")
+  out("the walk, with enable_seqscan off, as the service plans them (SET LOCAL in their transaction; SearchIndex.ts onSearchIndex). Without q,")
   out("the service runs the page query and its count concurrently; for one word, the walk and the count; a walk that comes short is")
   out("followed by the sorted page; several words are one statement for the page and the total (its count query answers only a page past")
   out("the last match). After the page, the service reads the page's aliases and tags (two small statements, not shown).")

@@ -1,15 +1,19 @@
 /**
  * Storing accepted mail. `accept` commits, in one transaction, for each accepted alias: the
- * message row (processing_status 'stub', the durable pipeline job), its raw bytes and the
- * storage counters of alias and account, making room by eviction when the account's quota
+ * message row (processing_status 'stub', the durable pipeline job), its raw bytes (BlobStore) and
+ * the storage counters of alias and account, making room by eviction when the account's quota
  * would be passed. Only after that commit may ingest answer 250 (or test injection 202).
  */
 import { normalizeLocalPart } from "@burnbox/domain/aliases/index"
 import { type PlanEntitlements, type PlanOverrides, QuotaExceeded, resolveEntitlements } from "@burnbox/domain"
-import { Cause, Context, Deferred, Effect, Layer, Queue, Result } from "effect"
+import { Cause, Context, Deferred, Effect, Layer, Queue, Result, Schema } from "effect"
 import { PgTypes } from "@effect/sql-pg"
 import { SqlClient } from "effect/sql"
+import { BlobStore, type RawBytes, rawBytes, type StagedRaw } from "../platform/BlobStore.ts"
+import { rowsDecoder } from "../platform/SqlRows.ts"
 import { now } from "../platform/Time.ts"
+import { SearchIndex } from "../search/SearchIndex.ts"
+import { planColumns } from "./PlanRow.ts"
 
 export const PipelineChannel = "burnbox_pipeline"
 export const TestMessageRetentionDays = 7
@@ -50,47 +54,38 @@ const MaxBatch = 64
 /** RCPT lookups: how many shared queries may be in flight at once. */
 const LookupsInFlight = 4
 
-/**
- * Raw bytes above this size go to PostgreSQL in pieces of this size (staged in a large object
- * inside the accepting transaction), so the driver never builds one protocol frame of the
- * whole message: a 15 MB message costs the process its own bytes plus a piece, not three copies.
- */
-export const RawPieceBytes = 1024 * 1024
-
-/** The raw bytes of one accept: `whole` when small, else `pieces` staged before the insert. */
-interface RawBytes {
-  readonly size: number
-  readonly whole: Uint8Array | null
-  readonly pieces: ReadonlyArray<Uint8Array>
-}
-const rawBytes = (raw: Uint8Array | ReadonlyArray<Uint8Array>): RawBytes => {
-  const list = raw instanceof Uint8Array ? [raw] : raw
-  const size = list.reduce((n, c) => n + c.byteLength, 0)
-  if (size <= RawPieceBytes) return { size, whole: list.length === 1 ? list[0]! : Buffer.concat(list), pieces: [] }
-  return { size, whole: null, pieces: list }
-}
-
 /** A text[] parameter that may hold only nulls (the driver cannot infer the type of those). */
 const nullableText = (values: ReadonlyArray<string | null>) => PgTypes.array(values, PgTypes.OID.text).pipe(Result.getOrThrow)
 
 /** A message about to be destroyed, with what its removal gives back to the counters. */
-export interface DestroyedMessage {
-  readonly id: number
-  readonly alias_id: number
-  readonly size_bytes: number
+export const DestroyedMessage = Schema.Struct({
+  id: Schema.Int,
+  alias_id: Schema.Int,
+  size_bytes: Schema.Int,
   /** Counted in its alias's unread_count: unread by the owner and not in the trash. */
-  readonly unread: boolean
+  unread: Schema.Boolean
+})
+export type DestroyedMessage = typeof DestroyedMessage.Type
+
+/** What destroying mail touches besides its rows: its bytes and its search index entries. */
+export interface MessageStores {
+  readonly sql: SqlClient.SqlClient
+  readonly blobs: BlobStore["Service"]
+  readonly search: SearchIndex["Service"]
 }
 
 /**
- * Destroys messages of one account (rows, raw bytes, attachments, reader state and tags go
- * with them) and gives their bytes and unread marks back to the alias and account counters.
- * Run it inside the caller's transaction.
+ * Destroys messages of one account (rows, raw bytes, attachments, search index entries, reader
+ * state and tags go with them) and gives their bytes and unread marks back to the alias and
+ * account counters. Run it inside the caller's transaction.
  */
-export const destroyMessages = (sql: SqlClient.SqlClient, victims: ReadonlyArray<DestroyedMessage>) =>
+export const destroyMessages = ({ blobs, search, sql }: MessageStores, victims: ReadonlyArray<DestroyedMessage>) =>
   Effect.gen(function*() {
     if (victims.length === 0) return
-    yield* sql`DELETE FROM messages WHERE id IN ${sql.in(victims.map((v) => v.id))}`
+    const ids = victims.map((v) => v.id)
+    yield* sql`DELETE FROM messages WHERE id IN ${sql.in(ids)}`
+    yield* blobs.messagesDestroyed(ids)
+    yield* search.followChanges(ids)
     const byAlias = new Map<number, { bytes: number; unread: number }>()
     for (const v of victims) {
       const entry = byAlias.get(v.alias_id) ?? { bytes: 0, unread: 0 }
@@ -116,8 +111,24 @@ export class Mailstore extends Context.Service<Mailstore, {
   /** Deletes messages past their retention; answers how many. */
   readonly purgeExpired: Effect.Effect<number>
 }>()("burnbox/Mailstore") {
-  static readonly layer = Layer.effect(Mailstore, Effect.gen(function*() {
+  /** Needs BlobStore and SearchIndex besides the SQL client. */
+  static readonly layerNoDeps = Layer.effect(Mailstore, Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
+    const blobs = yield* BlobStore
+    const search = yield* SearchIndex
+    const stores: MessageStores = { sql, blobs, search }
+
+    const recipientRows = rowsDecoder(Schema.Struct({ n: Schema.Int, id: Schema.Int, account_id: Schema.Int, status: Schema.String }))
+    const victimRows = rowsDecoder(DestroyedMessage)
+    const accountRows = rowsDecoder(Schema.Struct({ storage_used_bytes: Schema.Number, ...planColumns }))
+    const idRows = rowsDecoder(Schema.Struct({ id: Schema.Int }))
+    const LockedAccount = Schema.Struct({ id: Schema.Int, used: Schema.Number, ...planColumns })
+    const lockedRows = rowsDecoder(LockedAccount)
+    const batchAnswers = rowsDecoder(Schema.Struct({
+      ids: Schema.NullOr(Schema.Array(Schema.Tuple([Schema.Int, Schema.Int]))),
+      accounts: Schema.NullOr(Schema.Array(LockedAccount))
+    }))
+    const ownerRows = rowsDecoder(Schema.Struct({ account_id: Schema.Int }))
 
     /**
      * RCPT lookups arriving together share one query (an alias per address, by domain name
@@ -131,11 +142,11 @@ export class Mailstore extends Context.Service<Mailstore, {
     const lookups = yield* Queue.unbounded<Lookup>()
     const resolveBatch = (batch: ReadonlyArray<Lookup>) =>
       Effect.gen(function*() {
-        const rows = yield* sql<{ n: number; id: number; account_id: number; status: string }>`
+        const rows = yield* sql`
           SELECT i.n::int4 AS n, al.id, al.account_id, al.status
           FROM unnest(${batch.map((l) => l.domain)}::text[], ${batch.map((l) => l.localKey)}::text[]) WITH ORDINALITY AS i(domain, local_key, n)
           JOIN domains d ON d.name = i.domain
-          JOIN aliases al ON al.domain_id = d.id AND al.local_key = i.local_key`
+          JOIN aliases al ON al.domain_id = d.id AND al.local_key = i.local_key`.pipe(Effect.flatMap(recipientRows))
         const found = new Map(rows.map((r) => [r.n, r]))
         yield* Effect.forEach(batch, (lookup, i) =>
           Effect.gen(function*() {
@@ -166,7 +177,7 @@ export class Mailstore extends Context.Service<Mailstore, {
     /** Frees at least `needed` bytes of the account: the trash first, then the oldest unpinned mail. */
     const evict = (accountId: number, needed: number) =>
       Effect.gen(function*() {
-        const victims = yield* sql<{ id: number; alias_id: number; size_bytes: number; unread: boolean }>`
+        const victims = yield* sql`
           WITH candidates AS (
             SELECT m.id, m.alias_id, m.size_bytes, NOT coalesce(s.is_read, false) AND m.trashed_at IS NULL AS unread,
                    sum(m.size_bytes) OVER (ORDER BY m.trashed_at IS NULL, m.trashed_at, m.received_at, m.id) AS running
@@ -174,21 +185,24 @@ export class Mailstore extends Context.Service<Mailstore, {
             LEFT JOIN message_states s ON s.message_id = m.id AND s.account_id = m.account_id
             WHERE m.account_id = ${accountId} AND (m.trashed_at IS NOT NULL OR NOT coalesce(s.pinned, false))
           )
-          SELECT id, alias_id, size_bytes, unread FROM candidates WHERE running - size_bytes < ${needed}`.pipe(Effect.orDie)
+          SELECT id, alias_id, size_bytes, unread FROM candidates WHERE running - size_bytes < ${needed}`.pipe(
+          Effect.flatMap(victimRows),
+          Effect.orDie
+        )
         if (victims.length === 0) return 0
-        yield* destroyMessages(sql, victims)
+        yield* destroyMessages(stores, victims)
         return victims.reduce((n, v) => n + v.size_bytes, 0)
       })
 
     /** Stores one accepted message for each of its deliveries; inside the batch's transaction. */
-    const acceptOne = (input: AcceptInput, raw: RawBytes, staged: number | undefined, at: Date) =>
+    const acceptOne = (input: AcceptInput, staged: StagedRaw, index: number, at: Date) =>
       Effect.gen(function*() {
-        const size = raw.size
+        const size = staged.raws[index]!.size
         const accepted: Array<Accepted> = []
         for (const delivery of input.deliveries) {
-          const [account] = yield* sql<{ storage_used_bytes: number; entitlements: PlanEntitlements; overrides: PlanOverrides }>`
+          const [account] = yield* sql`
             SELECT a.storage_used_bytes::float8 AS storage_used_bytes, p.entitlements, a.overrides
-            FROM accounts a JOIN plans p ON p.code = a.plan WHERE a.id = ${delivery.accountId}`
+            FROM accounts a JOIN plans p ON p.code = a.plan WHERE a.id = ${delivery.accountId}`.pipe(Effect.flatMap(accountRows))
           const plan = resolveEntitlements(account!.entitlements, account!.overrides)
           if (size > plan.storageQuotaBytes) {
             return yield* Effect.fail(new QuotaExceeded({ accountId: delivery.accountId, sizeBytes: size, quotaBytes: plan.storageQuotaBytes }))
@@ -197,16 +211,14 @@ export class Mailstore extends Context.Service<Mailstore, {
           if (overBy > 0) yield* evict(delivery.accountId, overBy)
           const retentionDays = input.source === "test" ? TestMessageRetentionDays : plan.retentionDays
           const expiresAt = new Date(at.getTime() + retentionDays * dayMs)
-          const [row] = yield* sql<{ id: number }>`
+          const [row] = yield* sql`
             WITH message AS (
               INSERT INTO messages (account_id, alias_id, source, recipient, envelope_from, client_address, client_helo,
                                     received_at, expires_at, size_bytes)
               VALUES (${delivery.accountId}, ${delivery.aliasId}, ${input.source}, ${delivery.recipient}, ${input.envelopeFrom},
                       ${input.clientAddress}, ${input.clientHelo}, ${at}, ${expiresAt}, ${size})
               RETURNING id
-            ), raw AS (
-              INSERT INTO message_raw (message_id, raw)
-              SELECT id, coalesce(${raw.whole}::bytea, lo_get(${PgTypes.oid(staged ?? null)})) FROM message
+            ), raw AS (${blobs.insertRawOne(staged, index, "message")}
             ), alias AS (
               UPDATE aliases SET storage_used_bytes = storage_used_bytes + ${size}, received_count = received_count + 1,
                      unread_count = unread_count + 1, last_received_at = ${at}
@@ -214,54 +226,11 @@ export class Mailstore extends Context.Service<Mailstore, {
             ), account AS (
               UPDATE accounts SET storage_used_bytes = storage_used_bytes + ${size} WHERE id = ${delivery.accountId}
             )
-            SELECT id FROM message`
+            SELECT id FROM message`.pipe(Effect.flatMap(idRows))
           accepted.push({ id: row!.id, aliasId: delivery.aliasId, receivedAt: at, expiresAt })
         }
         return accepted as ReadonlyArray<Accepted>
       })
-
-    /**
-     * Writes each big raw message into a large object, a piece per statement, inside the
-     * batch's transaction (a rollback takes it away); the insert copies it into message_raw
-     * with lo_get and the large object is dropped before commit.
-     */
-    const stageLarge = (batch: ReadonlyArray<Pending>) =>
-      Effect.gen(function*() {
-        const staged = new Map<Pending, number>()
-        for (const p of batch) {
-          if (p.raw.whole !== null) continue
-          const [created] = yield* sql<{ oid: number }>`SELECT lo_create(0) AS oid`
-          const oid = created!.oid
-          let offset = 0
-          let piece: Array<Uint8Array> = []
-          let pieceBytes = 0
-          const flush = Effect.suspend(() => {
-            if (pieceBytes === 0) return Effect.void
-            const bytes = piece.length === 1 ? piece[0]! : Buffer.concat(piece, pieceBytes)
-            const at = offset
-            offset += pieceBytes
-            piece = []
-            pieceBytes = 0
-            return sql`SELECT lo_put(${PgTypes.oid(oid)}, ${at}, ${bytes})`.pipe(Effect.asVoid)
-          })
-          for (const chunk of p.raw.pieces) {
-            for (let start = 0; start < chunk.byteLength;) {
-              const take = Math.min(chunk.byteLength - start, RawPieceBytes - pieceBytes)
-              piece.push(chunk.subarray(start, start + take))
-              pieceBytes += take
-              start += take
-              if (pieceBytes === RawPieceBytes) yield* flush
-            }
-          }
-          yield* flush
-          staged.set(p, oid)
-        }
-        return staged as ReadonlyMap<Pending, number>
-      })
-    const unlinkStaged = (staged: ReadonlyMap<Pending, number>) =>
-      staged.size === 0
-        ? Effect.void
-        : sql`SELECT lo_unlink(o) FROM unnest(${PgTypes.array([...staged.values()], PgTypes.OID.oid).pipe(Result.getOrThrow)}) AS o`.pipe(Effect.asVoid)
 
     interface AccountQuota {
       readonly storageUsedBytes: number
@@ -319,13 +288,13 @@ export class Mailstore extends Context.Service<Mailstore, {
      */
     const acceptSet = (batch: ReadonlyArray<Pending>, accountIds: ReadonlyArray<number>, at: Date) =>
       Effect.gen(function*() {
-        const staged = yield* stageLarge(batch)
+        const staged = yield* blobs.stageRaw(batch.map((p) => p.raw))
         const rows = batch.flatMap((p, n) => p.input.deliveries.map((delivery) => {
           const plan = knownPlans.get(delivery.accountId)!
           const retentionDays = p.input.source === "test" ? TestMessageRetentionDays : plan.retentionDays
           return { n: n + 1, delivery, input: p.input, size: p.raw.size, expiresAt: new Date(at.getTime() + retentionDays * dayMs) }
         }))
-        const [answer] = yield* sql<{ ids: ReadonlyArray<readonly [number, number]> | null; accounts: ReadonlyArray<LockedAccount> | null }>`
+        const [answer] = yield* sql`
           WITH locked AS (
             SELECT a.id, a.storage_used_bytes::float8 AS used, p.entitlements, a.overrides
             FROM accounts a JOIN plans p ON p.code = a.plan
@@ -350,12 +319,7 @@ export class Mailstore extends Context.Service<Mailstore, {
                    ${at}, i.expires_at, i.size_bytes
             FROM input i JOIN ids USING (ord)
             RETURNING account_id, alias_id, size_bytes
-          ), raw AS (
-            INSERT INTO message_raw (message_id, raw)
-            SELECT ids.id, coalesce(r.raw, lo_get(r.staged)) FROM input i JOIN ids USING (ord)
-            JOIN unnest(${PgTypes.array(batch.map((p) => p.raw.whole), PgTypes.OID.bytea).pipe(Result.getOrThrow)},
-                        ${PgTypes.array(batch.map((p) => staged.get(p) ?? null), PgTypes.OID.oid).pipe(Result.getOrThrow)})
-              WITH ORDINALITY AS r(raw, staged, n) ON r.n = i.n
+          ), raw AS (${blobs.insertRawBatch(staged)}
           ), alias AS (
             UPDATE aliases al SET storage_used_bytes = al.storage_used_bytes + s.bytes, received_count = al.received_count + s.count,
                    unread_count = al.unread_count + s.count, last_received_at = ${at}
@@ -368,8 +332,8 @@ export class Mailstore extends Context.Service<Mailstore, {
           )
           SELECT (SELECT json_agg(json_build_array(ord, id)) FROM ids) AS ids,
                  (SELECT json_agg(json_build_object('id', id, 'used', used, 'entitlements', entitlements, 'overrides', overrides)) FROM locked) AS accounts,
-                 (SELECT count(*) FROM pg_notify(${PipelineChannel}, '')) AS notified`
-        yield* unlinkStaged(staged)
+                 (SELECT count(*) FROM pg_notify(${PipelineChannel}, '')) AS notified`.pipe(Effect.flatMap(batchAnswers))
+        yield* blobs.unstageRaw(staged)
         const locked = answer?.accounts ?? []
         const quotas = new Map(locked.map((a) => [a.id, quotaOf(a)]))
         const assumed = accountIds.every((id) => knownPlans.get(id)?.retentionDays === quotas.get(id)?.plan.retentionDays)
@@ -407,14 +371,14 @@ export class Mailstore extends Context.Service<Mailstore, {
     const messageByMessage = (batch: ReadonlyArray<Pending>, at: Date) =>
       sql.withTransaction(Effect.gen(function*() {
         const accountIds = accountsOf(batch)
-        const accounts = accountIds.length === 0 ? [] : yield* sql<LockedAccount>`
+        const accounts = accountIds.length === 0 ? [] : yield* sql`
           SELECT a.id, a.storage_used_bytes::float8 AS used, p.entitlements, a.overrides
           FROM accounts a JOIN plans p ON p.code = a.plan
-          WHERE a.id IN ${sql.in(accountIds)} ORDER BY a.id FOR NO KEY UPDATE OF a`
+          WHERE a.id IN ${sql.in(accountIds)} ORDER BY a.id FOR NO KEY UPDATE OF a`.pipe(Effect.flatMap(lockedRows))
         for (const a of accounts) knownPlans.set(a.id, quotaOf(a).plan)
-        const staged = yield* stageLarge(batch)
-        const results = yield* Effect.forEach(batch, (p) => sql.withTransaction(acceptOne(p.input, p.raw, staged.get(p), at)).pipe(Effect.result))
-        yield* unlinkStaged(staged)
+        const staged = yield* blobs.stageRaw(batch.map((p) => p.raw))
+        const results = yield* Effect.forEach(batch, (p, i) => sql.withTransaction(acceptOne(p.input, staged, i, at)).pipe(Effect.result))
+        yield* blobs.unstageRaw(staged)
         yield* sql`SELECT pg_notify(${PipelineChannel}, '')`
         return results
       }))
@@ -453,24 +417,26 @@ export class Mailstore extends Context.Service<Mailstore, {
     const purgeExpired = Effect.gen(function*() {
       const at = yield* now
       return yield* sql.withTransaction(Effect.gen(function*() {
-        const victims = yield* sql<{ id: number; alias_id: number; size_bytes: number; unread: boolean }>`
+        const victims = yield* sql`
           SELECT m.id, m.alias_id, m.size_bytes, NOT coalesce(s.is_read, false) AND m.trashed_at IS NULL AS unread
           FROM messages m LEFT JOIN message_states s ON s.message_id = m.id AND s.account_id = m.account_id
           WHERE m.expires_at <= ${at} OR m.trash_purge_at <= ${at}
-          ORDER BY m.id LIMIT 1000 FOR UPDATE OF m SKIP LOCKED`
-        type Victim = (typeof victims)[number]
-        const byAccount = new Map<number, Array<Victim>>()
+          ORDER BY m.id LIMIT 1000 FOR UPDATE OF m SKIP LOCKED`.pipe(Effect.flatMap(victimRows))
+        const byAccount = new Map<number, Array<DestroyedMessage>>()
         for (const v of victims) {
-          const [owner] = yield* sql<{ account_id: number }>`SELECT account_id FROM aliases WHERE id = ${v.alias_id}`
+          const [owner] = yield* sql`SELECT account_id FROM aliases WHERE id = ${v.alias_id}`.pipe(Effect.flatMap(ownerRows))
           const list = byAccount.get(owner!.account_id) ?? []
           list.push(v)
           byAccount.set(owner!.account_id, list)
         }
-        for (const list of byAccount.values()) yield* destroyMessages(sql, list)
+        for (const list of byAccount.values()) yield* destroyMessages(stores, list)
         return victims.length
       })).pipe(Effect.orDie)
     })
 
     return Mailstore.of({ resolveRecipient, accept, purgeExpired })
   }))
+
+  /** With its own BlobStore and SearchIndex. */
+  static readonly layer = Mailstore.layerNoDeps.pipe(Layer.provide([BlobStore.layer, SearchIndex.layer]))
 }

@@ -1,7 +1,8 @@
 /**
  * Changing mail as its reader (spec 3.2, 4.5): reader state (PATCH and bulk flags and tags),
  * the trash (delete, restore, empty, delete forever), the remote-image preference, and the
- * HTML and attachment bodies.
+ * HTML and attachment bodies. Each selects the caller's mail through MailboxAccess; the bodies
+ * are read through BlobStore, and the trash and archive changes are told to SearchIndex.
  *
  * Every change runs in one transaction that first locks the owner's account row (as ingest
  * does before it stores or evicts), then the messages in id order: counters of aliases and
@@ -19,41 +20,50 @@ import {
   type MessageState,
   PinLimitReached,
   type PlanEntitlements,
-  type PlanOverrides,
   type RemoteImagePreference,
   resolveEntitlements,
-  type Tag,
   type TagInput,
   TagNotOwned,
   type UpdateMessageState
 } from "@burnbox/domain"
 import { sanitizeEmailHtml } from "@burnbox/domain/mail/index"
-import { Context, Effect, Layer } from "effect"
-import { SqlClient } from "effect/sql"
+import { Context, Effect, Layer, Option, Schema } from "effect"
+import { SqlClient, SqlSchema } from "effect/sql"
+import { BlobStore } from "../platform/BlobStore.ts"
 import { BurnboxConfig } from "../platform/Config.ts"
-import { destroyMessages } from "./Mailstore.ts"
+import { rowsDecoder } from "../platform/SqlRows.ts"
+import { SearchIndex } from "../search/SearchIndex.ts"
+import { MailboxAccess, type MailboxUse, roleAllows } from "../sharing/MailboxAccess.ts"
+import { destroyMessages, type MessageStores } from "./Mailstore.ts"
 import { senderAddressOf } from "./Messages.ts"
+import { planColumns } from "./PlanRow.ts"
 import { appendEvent } from "../webhooks/Outbox.ts"
 import { now } from "../platform/Time.ts"
 
 const dayMs = 86_400_000
 
 /** A message as a change sees it: where it lives and the caller's marks on it. */
-interface Target {
-  id: number
-  alias_id: number
-  local_part: string
-  domain: string
-  label: string | null
-  size_bytes: number
-  expires_at: Date
-  trashed_at: Date | null
-  trash_purge_at: Date | null
-  is_read: boolean
-  starred: boolean
-  pinned: boolean
-  archived: boolean
-}
+const Target = Schema.Struct({
+  id: Schema.Int,
+  alias_id: Schema.Int,
+  local_part: Schema.String,
+  domain: Schema.String,
+  label: Schema.NullOr(Schema.String),
+  size_bytes: Schema.Int,
+  expires_at: Schema.Date,
+  trashed_at: Schema.NullOr(Schema.Date),
+  trash_purge_at: Schema.NullOr(Schema.Date),
+  is_read: Schema.Boolean,
+  starred: Schema.Boolean,
+  pinned: Schema.Boolean,
+  archived: Schema.Boolean
+})
+type Target = typeof Target.Type
+
+const TagRow = Schema.Struct({ id: Schema.Int, name: Schema.String, color: Schema.NullOr(Schema.String) })
+const CountRow = Schema.Struct({ n: Schema.Int })
+/** The sender columns a message's remote-image preference is keyed by (`senderAddressOf`). */
+const senderColumns = { sender_address: Schema.String, envelope_from: Schema.NullOr(Schema.String) }
 
 type Flags = Partial<Pick<Target, "is_read" | "starred" | "pinned" | "archived">>
 
@@ -103,21 +113,36 @@ export class MessageActions extends Context.Service<MessageActions, {
     Effect.Effect<RemoteImagePreference, MessageNotFound>
   readonly attachment: (accountId: number, messageId: number, attachmentId: number) => Effect.Effect<AttachmentBody | undefined>
 }>()("burnbox/MessageActions") {
-  static readonly layer = Layer.effect(MessageActions, Effect.gen(function*() {
+  /** Needs BlobStore, SearchIndex and MailboxAccess besides the SQL client and the config. */
+  static readonly layerNoDeps = Layer.effect(MessageActions, Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const config = yield* BurnboxConfig
+    const blobs = yield* BlobStore
+    const search = yield* SearchIndex
+    const access = yield* MailboxAccess
+    const stores: MessageStores = { sql, blobs, search }
+
+    const planRows = rowsDecoder(Schema.Struct(planColumns))
+    const targetRows = rowsDecoder(Target)
+    const countRows = rowsDecoder(CountRow)
+    const tagRows = rowsDecoder(TagRow)
+    const changedRows = rowsDecoder(Schema.Struct({ message_id: Schema.Int }))
+    const victimRows = rowsDecoder(Schema.Struct({ id: Schema.Int, alias_id: Schema.Int, size_bytes: Schema.Int }))
+    const htmlRows = rowsDecoder(Schema.Struct({ html_original: Schema.NullOr(Schema.String), html_sanitized: Schema.NullOr(Schema.String), ...senderColumns }))
+    const senderRows = rowsDecoder(Schema.Struct(senderColumns))
 
     /** Locks the account row and answers its resolved plan. */
     const lockAccount = (accountId: number) =>
-      sql<{ entitlements: PlanEntitlements; overrides: PlanOverrides }>`
+      sql`
         SELECT p.entitlements, a.overrides FROM accounts a JOIN plans p ON p.code = a.plan
         WHERE a.id = ${accountId} FOR NO KEY UPDATE OF a`.pipe(
+        Effect.flatMap(planRows),
         Effect.map(([row]) => resolveEntitlements(row!.entitlements, row!.overrides))
       )
 
-    /** Locks the caller's messages among `ids`, in id order. */
-    const lockTargets = (accountId: number, ids: ReadonlyArray<number>) =>
-      sql<Target>`
+    /** Locks the messages among `ids` in mailboxes the caller may use so, in id order. */
+    const lockTargets = (accountId: number, ids: ReadonlyArray<number>, use: MailboxUse) =>
+      sql`
         SELECT m.id, m.alias_id, al.local_part, d.name AS domain, al.label, m.size_bytes, m.expires_at, m.trashed_at,
                m.trash_purge_at, coalesce(s.is_read, false) AS is_read, coalesce(s.starred, false) AS starred,
                coalesce(s.pinned, false) AS pinned, coalesce(s.archived, false) AS archived
@@ -125,13 +150,13 @@ export class MessageActions extends Context.Service<MessageActions, {
         JOIN aliases al ON al.id = m.alias_id
         JOIN domains d ON d.id = al.domain_id
         LEFT JOIN message_states s ON s.message_id = m.id AND s.account_id = ${accountId}
-        WHERE m.id IN ${sql.in(ids)} AND m.account_id = ${accountId}
+        WHERE m.id IN ${sql.in(ids)} AND ${access.mailboxes(accountId, use, "m")}
         ORDER BY m.id
-        FOR UPDATE OF m`
+        FOR UPDATE OF m`.pipe(Effect.flatMap(targetRows))
 
     /** All of `ids`, or MessageNotFound (the first id missing) with nothing changed when any is not the caller's. */
-    const lockAll = (accountId: number, ids: ReadonlyArray<number>) =>
-      Effect.flatMap(lockTargets(accountId, ids), (rows) => {
+    const lockAll = (accountId: number, ids: ReadonlyArray<number>, use: MailboxUse) =>
+      Effect.flatMap(lockTargets(accountId, ids, use), (rows) => {
         if (rows.length === new Set(ids).size) return Effect.succeed(rows)
         const found = new Set(rows.map((row) => row.id))
         return Effect.fail(notFound(ids.find((id) => !found.has(id)) ?? ids[0]!))
@@ -150,7 +175,8 @@ export class MessageActions extends Context.Service<MessageActions, {
     const ownTags = (accountId: number, tagIds: ReadonlyArray<number>) =>
       tagIds.length === 0
         ? Effect.succeed(0)
-        : sql<{ n: number }>`SELECT count(*)::int AS n FROM tags WHERE account_id = ${accountId} AND id IN ${sql.in(tagIds)}`.pipe(
+        : sql`SELECT count(*)::int AS n FROM tags WHERE account_id = ${accountId} AND id IN ${sql.in(tagIds)}`.pipe(
+          Effect.flatMap(countRows),
           Effect.map(([row]) => row!.n)
         )
 
@@ -162,9 +188,9 @@ export class MessageActions extends Context.Service<MessageActions, {
         if (changed.length === 0) return 0
         if (flags.pinned === true) {
           const newlyPinned = changed.filter((t) => !t.pinned && t.trashed_at === null).length
-          const [row] = yield* sql<{ n: number }>`
+          const [row] = yield* sql`
             SELECT count(*)::int AS n FROM message_states s JOIN messages m ON m.id = s.message_id
-            WHERE s.account_id = ${accountId} AND s.pinned AND m.trashed_at IS NULL`
+            WHERE s.account_id = ${accountId} AND s.pinned AND m.trashed_at IS NULL`.pipe(Effect.flatMap(countRows))
           if (newlyPinned > 0 && row!.n + newlyPinned > plan.maxPinned) {
             return yield* Effect.fail(new PinLimitReached({ limit: plan.maxPinned }))
           }
@@ -186,18 +212,19 @@ export class MessageActions extends Context.Service<MessageActions, {
             .filter((t) => t.is_read !== flags.is_read && t.trashed_at === null)
             .map((t) => ({ aliasId: t.alias_id, delta: flags.is_read ? -1 : 1 })))
         }
+        if (flags.archived !== undefined) yield* search.followChanges(changed.filter((t) => t.archived !== flags.archived).map((t) => t.id))
         return changed.length
       })
 
     const tagsOf = (accountId: number, id: number) =>
-      sql<Tag>`
+      sql`
         SELECT t.id, t.name, t.color FROM message_tags mt JOIN tags t ON t.id = mt.tag_id
-        WHERE mt.account_id = ${accountId} AND mt.message_id = ${id} ORDER BY t.name_key, t.id`
+        WHERE mt.account_id = ${accountId} AND mt.message_id = ${id} ORDER BY t.name_key, t.id`.pipe(Effect.flatMap(tagRows))
 
     const updateState = Effect.fn("MessageActions.updateState")(function*(accountId: number, id: number, patch: UpdateMessageState) {
       return yield* sql.withTransaction(Effect.gen(function*() {
         const plan = yield* lockAccount(accountId)
-        const [target] = yield* lockTargets(accountId, [id])
+        const [target] = yield* lockTargets(accountId, [id], "read")
         if (target === undefined) return yield* Effect.fail(notFound(id))
         const tagIds = patch.tagIds
         if (tagIds !== undefined && (yield* ownTags(accountId, tagIds)) !== tagIds.length) return yield* Effect.fail(notOwned(tagIds, "tagIds"))
@@ -251,7 +278,8 @@ export class MessageActions extends Context.Service<MessageActions, {
           outcomes.set(t.id, { id: t.id, outcome: "trashed", trashPurgeAt: purgeAt.toISOString() })
         }
         yield* adjustUnread(toTrash.filter((t) => !t.is_read).map((t) => ({ aliasId: t.alias_id, delta: -1 })))
-        yield* destroyMessages(sql, toDestroy.map((t) => ({
+        yield* search.followChanges(toTrash.map((t) => t.id))
+        yield* destroyMessages(stores, toDestroy.map((t) => ({
           id: t.id,
           alias_id: t.alias_id,
           size_bytes: t.size_bytes,
@@ -268,6 +296,7 @@ export class MessageActions extends Context.Service<MessageActions, {
         const trashed = targets.filter((t) => t.trashed_at !== null)
         if (trashed.length === 0) return 0
         yield* sql`UPDATE messages SET trashed_at = NULL, trash_purge_at = NULL WHERE id IN ${sql.in(trashed.map((t) => t.id))}`
+        yield* search.followChanges(trashed.map((t) => t.id))
         yield* adjustUnread(trashed.filter((t) => !t.is_read).map((t) => ({ aliasId: t.alias_id, delta: 1 })))
         for (const t of trashed) {
           const alias: EventAlias = { id: t.alias_id, address: `${t.local_part}@${t.domain}`, label: t.label }
@@ -285,7 +314,7 @@ export class MessageActions extends Context.Service<MessageActions, {
     const remove = Effect.fn("MessageActions.remove")(function*(accountId: number, id: number, permanent: boolean) {
       yield* sql.withTransaction(Effect.gen(function*() {
         const plan = yield* lockAccount(accountId)
-        const targets = yield* lockAll(accountId, [id])
+        const targets = yield* lockAll(accountId, [id], "delete")
         yield* deleteTargets(plan, targets, permanent)
       })).pipe(Effect.catchTag("SqlError", Effect.die))
     })
@@ -293,7 +322,7 @@ export class MessageActions extends Context.Service<MessageActions, {
     const restore = Effect.fn("MessageActions.restore")(function*(accountId: number, id: number) {
       yield* sql.withTransaction(Effect.gen(function*() {
         yield* lockAccount(accountId)
-        const targets = yield* lockAll(accountId, [id])
+        const targets = yield* lockAll(accountId, [id], "delete")
         yield* restoreTargets(accountId, targets)
       })).pipe(Effect.catchTag("SqlError", Effect.die))
     })
@@ -309,21 +338,22 @@ export class MessageActions extends Context.Service<MessageActions, {
       }
       return yield* sql.withTransaction(Effect.gen(function*() {
         const plan = yield* lockAccount(accountId)
-        const targets = yield* lockAll(accountId, ids)
+        // Deleting, restoring and deleting forever need a mailbox the caller may delete from.
+        const targets = yield* lockAll(accountId, ids, flagOfAction[action] !== undefined || tagAction ? "read" : "delete")
         const result = { updated: 0, deleted: 0, trashed: 0, restored: 0, outcomes: [] as Array<MessageOutcome> }
         const flags = flagOfAction[action]
         if (flags !== undefined) {
           result.updated = yield* setFlags(accountId, plan, targets, flags)
         } else if (tagAction && tagId !== undefined) {
           if ((yield* ownTags(accountId, [tagId])) !== 1) return yield* Effect.fail(notOwned([tagId], "tagId"))
-          const changed = action === "add_tag"
-            ? yield* sql`
+          const changed = yield* (action === "add_tag"
+            ? sql`
                 INSERT INTO message_tags (message_id, account_id, tag_id)
                 SELECT id, ${accountId}, ${tagId} FROM messages WHERE id IN ${sql.in(ids)}
                 ON CONFLICT DO NOTHING RETURNING message_id`
-            : yield* sql`
+            : sql`
                 DELETE FROM message_tags WHERE account_id = ${accountId} AND tag_id = ${tagId} AND message_id IN ${sql.in(ids)}
-                RETURNING message_id`
+                RETURNING message_id`).pipe(Effect.flatMap(changedRows))
           result.updated = changed.length
         } else if (action === "restore") {
           result.restored = yield* restoreTargets(accountId, targets)
@@ -340,35 +370,40 @@ export class MessageActions extends Context.Service<MessageActions, {
 
     const emptyTrash = Effect.fn("MessageActions.emptyTrash")(function*(accountId: number, aliasId: number | undefined) {
       if (aliasId !== undefined) {
-        const owned = yield* sql`SELECT 1 FROM aliases WHERE id = ${aliasId} AND account_id = ${accountId}`.pipe(Effect.orDie)
-        if (owned.length === 0) return yield* Effect.fail(new AliasNotFound({ aliasId }))
+        const role = yield* access.role(accountId, aliasId)
+        if (Option.isNone(role) || !roleAllows(role.value, "delete")) return yield* Effect.fail(new AliasNotFound({ aliasId }))
       }
       const inAlias = aliasId === undefined ? sql`true` : sql`m.alias_id = ${aliasId}`
       return yield* sql.withTransaction(Effect.gen(function*() {
         yield* lockAccount(accountId)
-        const victims = yield* sql<{ id: number; alias_id: number; size_bytes: number }>`
+        const victims = yield* sql`
           SELECT m.id, m.alias_id, m.size_bytes FROM messages m
-          WHERE m.account_id = ${accountId} AND m.trashed_at IS NOT NULL AND ${inAlias}
+          WHERE ${access.mailboxes(accountId, "delete", "m")} AND m.trashed_at IS NOT NULL AND ${inAlias}
           ORDER BY m.trashed_at, m.id LIMIT 1000
-          FOR UPDATE OF m SKIP LOCKED`
+          FOR UPDATE OF m SKIP LOCKED`.pipe(Effect.flatMap(victimRows))
         // Mail in the trash is not in any unread count.
-        yield* destroyMessages(sql, victims.map((v) => ({ ...v, unread: false })))
-        const [left] = yield* sql<{ n: number }>`
-          SELECT count(*)::int AS n FROM messages m WHERE m.account_id = ${accountId} AND m.trashed_at IS NOT NULL AND ${inAlias}`
+        yield* destroyMessages(stores, victims.map((v) => ({ ...v, unread: false })))
+        const [left] = yield* sql`
+          SELECT count(*)::int AS n FROM messages m WHERE ${access.mailboxes(accountId, "delete", "m")} AND m.trashed_at IS NOT NULL AND ${inAlias}`
+          .pipe(Effect.flatMap(countRows))
         return { deleted: victims.length, remaining: left!.n } satisfies EmptyTrashResult
       })).pipe(Effect.orDie)
     })
 
+    const preferences = SqlSchema.findAll({
+      Request: Schema.Struct({ accountId: Schema.Int, sender: Schema.String }),
+      Result: Schema.Struct({ always_load: Schema.Boolean }),
+      execute: ({ accountId, sender }) =>
+        sql`
+        SELECT always_load FROM remote_image_preferences WHERE account_id = ${accountId} AND sender = ${sender}`
+    })
     const preferenceOf = (accountId: number, sender: string) =>
-      sql<{ always_load: boolean }>`
-        SELECT always_load FROM remote_image_preferences WHERE account_id = ${accountId} AND sender = ${sender}`.pipe(
-        Effect.map((rows) => rows[0]?.always_load ?? false)
-      )
+      preferences({ accountId, sender }).pipe(Effect.map((rows) => rows[0]?.always_load ?? false))
 
     const html = Effect.fn("MessageActions.html")(function*(accountId: number, id: number, remote: boolean) {
-      const [row] = yield* sql<{ html_original: string | null; html_sanitized: string | null; sender_address: string; envelope_from: string | null }>`
+      const [row] = yield* sql`
         SELECT html_original, html_sanitized, sender_address, envelope_from FROM messages
-        WHERE id = ${id} AND account_id = ${accountId}`.pipe(Effect.orDie)
+        WHERE id = ${id} AND ${access.mailboxes(accountId, "read")}`.pipe(Effect.flatMap(htmlRows), Effect.orDie)
       if (row === undefined || row.html_sanitized === null) return undefined
       const allow = remote || (yield* preferenceOf(accountId, senderAddressOf(row).toLowerCase()).pipe(Effect.orDie))
       // The stored rendering blocks remote images; loading them is a fresh sanitization of the original.
@@ -378,8 +413,11 @@ export class MessageActions extends Context.Service<MessageActions, {
     })
 
     const setRemoteImagePreference = Effect.fn("MessageActions.setRemoteImagePreference")(function*(accountId: number, id: number, alwaysLoad: boolean) {
-      const [row] = yield* sql<{ sender_address: string; envelope_from: string | null }>`
-        SELECT sender_address, envelope_from FROM messages WHERE id = ${id} AND account_id = ${accountId}`.pipe(Effect.orDie)
+      const [row] = yield* sql`
+        SELECT sender_address, envelope_from FROM messages WHERE id = ${id} AND ${access.mailboxes(accountId, "read")}`.pipe(
+        Effect.flatMap(senderRows),
+        Effect.orDie
+      )
       if (row === undefined) return yield* Effect.fail(notFound(id))
       const sender = senderAddressOf(row).toLowerCase()
       const at = yield* now
@@ -391,15 +429,22 @@ export class MessageActions extends Context.Service<MessageActions, {
     })
 
     const attachment = Effect.fn("MessageActions.attachment")(function*(accountId: number, messageId: number, attachmentId: number) {
-      const [row] = yield* sql<{ filename: string; mime_type: string; dangerous: boolean; previewable: boolean; content: Uint8Array }>`
-        SELECT a.filename, a.mime_type, a.dangerous, a.previewable, a.content
-        FROM attachments a JOIN messages m ON m.id = a.message_id
-        WHERE a.id = ${attachmentId} AND a.message_id = ${messageId} AND m.account_id = ${accountId}`.pipe(Effect.orDie)
-      return row === undefined
-        ? undefined
-        : { filename: row.filename, mimeType: row.mime_type, dangerous: row.dangerous, previewable: row.previewable, content: row.content }
+      const found = yield* blobs.attachment(messageId, attachmentId, access.mailboxes(accountId, "read", "m"))
+      return Option.match(found, {
+        onNone: () => undefined,
+        onSome: (row): AttachmentBody => ({
+          filename: row.filename,
+          mimeType: row.mime_type,
+          dangerous: row.dangerous,
+          previewable: row.previewable,
+          content: row.content
+        })
+      })
     })
 
     return MessageActions.of({ updateState, bulk, remove, restore, emptyTrash, html, setRemoteImagePreference, attachment })
   }))
+
+  /** With its own BlobStore, SearchIndex and MailboxAccess (each built once however many services ask for it). */
+  static readonly layer = MessageActions.layerNoDeps.pipe(Layer.provide([BlobStore.layer, SearchIndex.layer, MailboxAccess.layer]))
 }

@@ -9,6 +9,8 @@ import { Effect, Result } from "effect"
 import type { SqlClient, Statement } from "effect/sql"
 import type { Keyring } from "../platform/Keyring.ts"
 import { pgText } from "../platform/PgText.ts"
+import type { SearchIndex } from "../search/SearchIndex.ts"
+import type { MailboxAccess } from "../sharing/MailboxAccess.ts"
 
 export interface ListFilters {
   readonly q?: string
@@ -87,26 +89,24 @@ const likePattern = (value: string) => `%${value.replace(/[\\%_]/g, "\\$&")}%`
 
 const bool = (value: "true" | "false" | undefined) => (value === undefined ? undefined : value === "true")
 
-/**
- * Whether the list reads the search index `message_search` (migration 0010) rather than
- * `messages`: a search of the mailbox (not the trash) with at least one word to find and no
- * filter on a column only `messages` has (from:, to:, subject:).
- */
-const searchesIndex = (query: SearchQuery | undefined, trashed: boolean): boolean =>
-  query !== undefined && !trashed && query.terms.some((t) => !t.negated) &&
-  query.from.length === 0 && query.to.length === 0 && query.subject.length === 0
+/** The services the conditions of a list are made with. */
+export interface ListServices {
+  readonly sql: SqlClient.SqlClient
+  readonly search: SearchIndex["Service"]
+  readonly access: MailboxAccess["Service"]
+}
 
 /**
  * The SQL conditions of the filters (without the cursor), or the SearchQueryError of a bad `q`, whether
- * they read the search index, whether they look for one word, and `view`: the first of them alone (the account, the trash or
- * not, the archive or not), which every row of the list meets. They read one row `m` alone: reader state and the alias's domain
- * are tested with EXISTS, so the count for `total` needs no join, and the page query joins only
- * for its columns. `m` is `messages`, or when `indexed` `message_search`, which has the same
- * names for what the conditions read, holds the processed mail (its indexes only what is outside
- * the trash), words within the account, and is partitioned by account (migration 0012), so
- * `m.account_id = ...` also picks the one partition to read.
+ * they read the search index (SearchIndex.readsIndex), the parsed `query`, and `view`: the first of them alone (the
+ * mailboxes the account reads, the trash or not, the archive or not), which every row of the list meets. They read one
+ * row `m` alone: reader state and the alias's domain are tested with EXISTS, so the count for `total` needs no join, and
+ * the page query joins only for its columns. `m` is `messages`, or when `indexed` the search index `message_search`, which
+ * has the same names for what the conditions read, holds the processed mail (its indexes only what is outside the trash),
+ * words within the account, and is partitioned by account (migration 0012), so `m.account_id = ...` also picks the one
+ * partition to read.
  */
-export const listConditions = (sql: SqlClient.SqlClient, accountId: number, filters: ListFilters) =>
+export const listConditions = ({ access, search, sql }: ListServices, accountId: number, filters: ListFilters) =>
   Effect.gen(function*() {
     const trashed = bool(filters.trashed) ?? false
     // Search text as stored mail text is kept (pgText): a NUL, which no text column holds and
@@ -119,14 +119,14 @@ export const listConditions = (sql: SqlClient.SqlClient, accountId: number, filt
       if (Result.isFailure(parsed)) return yield* Effect.fail(parsed.failure)
       query = parsed.success
     }
-    const indexed = searchesIndex(query, trashed)
+    const indexed = search.readsIndex(query, trashed)
     const source = indexed ? "index" : "messages"
     /** The reader's own mark: `value` true needs a state row with it set; false, none with it set. */
     const mark = (column: "archived" | "is_read" | "starred" | "pinned", value: boolean) => {
       const marked = sql`EXISTS (SELECT 1 FROM message_states s WHERE s.message_id = m.id AND s.account_id = ${accountId} AND s.${sql.literal(column)})`
       return value ? marked : sql`NOT ${marked}`
     }
-    const conditions: Array<Statement.Fragment> = [sql`m.account_id = ${accountId}`]
+    const conditions: Array<Statement.Fragment> = [access.mailboxes(accountId, "read", "m")]
     // Also in the search index, which keeps a trashed message's row out of its indexes (WHERE trashed_at IS NULL).
     conditions.push(trashed ? sql`m.trashed_at IS NOT NULL` : sql`m.trashed_at IS NULL`)
     // The archived filter does not apply to the trash (spec 4.5, rule 1).
@@ -135,7 +135,7 @@ export const listConditions = (sql: SqlClient.SqlClient, accountId: number, filt
       conditions.push(source === "index"
         // The search index holds the owner's archive mark (migration 0012): a word can match
         // thousands, each tested with a column of its row rather than against the marks.
-        ? archived ? sql`m.archived` : sql`NOT m.archived`
+        ? search.archived(archived)
         : mark("archived", archived))
     }
     // Beyond this point every condition narrows the view below what mailbox_counts keeps.
@@ -164,19 +164,12 @@ export const listConditions = (sql: SqlClient.SqlClient, accountId: number, filt
     if (query !== undefined) {
       const senderText = sql`(coalesce(m.sender_name, '') || ' ' || m.sender_address)`
       const match = (term: SearchTerm, fragment: Statement.Fragment) => (term.negated ? sql`NOT (${fragment})` : fragment)
-      // The words of the mailbox are only in the search index, written within the account
-      // (migrations 0010, 0012); a list read from `messages` finds its row there. An unprocessed
-      // message has no words: it matches no term, and no excluded one either.
-      const words = (term: SearchTerm) => {
-        const tsquery = term.kind === "phrase" ? sql`phraseto_tsquery('simple', ${term.value})` : sql`plainto_tsquery('simple', ${term.value})`
-        const matches = (row: string) => match(term, sql`${sql.literal(row)}.search @@ account_tsquery(${accountId}, ${tsquery})`)
-        return source === "index" ? matches("m") : sql`EXISTS (SELECT 1 FROM message_search w WHERE w.id = m.id AND w.account_id = ${accountId} AND ${matches("w")})`
-      }
       for (const term of query.terms) {
         conditions.push(trashed
           // In the trash, `q` is answered from the database: subject and sender only (rule 2).
           ? match(term, sql`(m.subject ILIKE ${likePattern(term.value)} OR ${senderText} ILIKE ${likePattern(term.value)})`)
-          : words(term))
+          // The words of the mailbox are only in the search index.
+          : search.matchesTerm(accountId, term, source))
       }
       for (const term of query.from) conditions.push(match(term, sql`${senderText} ILIKE ${likePattern(term.value)}`))
       for (const term of query.to) {
@@ -197,10 +190,7 @@ export const listConditions = (sql: SqlClient.SqlClient, accountId: number, filt
     }
     /** The view whose `total` mailbox_counts keeps (migration 0007), when nothing narrows it further. */
     const counted: CountedView | undefined = conditions.length > viewConditions ? undefined : trashed ? "trash" : archived ? "archive" : "mailbox"
-    const wanted = query?.terms.filter((t) => !t.negated) ?? []
-    /** Whether a row is listed for one word it has (besides any other filter): no phrase, no second word. */
-    const oneWord = wanted.length === 1 && wanted[0]!.kind !== "phrase"
-    return { where: sql.and(conditions), view: sql.and(conditions.slice(0, viewConditions)), indexed, oneWord, counted }
+    return { where: sql.and(conditions), view: sql.and(conditions.slice(0, viewConditions)), indexed, query, counted }
   })
 
 export type { MessageSummary }

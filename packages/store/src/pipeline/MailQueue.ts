@@ -8,17 +8,19 @@
  *
  * `store` writes a batch of results with one statement composed from the owners' fragments: the
  * message rows (messages), the search index (SearchIndex), the outbox (Outbox) and the realtime
- * notification (Realtime); attachments join it in one transaction when there are any.
+ * notification (Realtime); attachments (BlobStore) join it in one transaction when there are any.
+ * The raw bytes come with the claim, or from BlobStore for a large message.
  */
 import { PgClient } from "@effect/sql-pg"
 import type { MessageAnalysis, ParsedMessage } from "@burnbox/domain/mail/index"
-import { Context, Effect, Layer, type Queue, Schema, type Scope } from "effect"
+import { Context, Effect, Layer, Option, type Queue, Schema, type Scope } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
 import { PipelineChannel } from "../messages/Mailstore.ts"
 import { eventRecord, insertEventRecords, type NewEvent, OutboxChannel } from "../webhooks/Outbox.ts"
+import { BlobStore } from "../platform/BlobStore.ts"
 import { pgText } from "../platform/PgText.ts"
 import { publishFragment } from "../realtime/Realtime.ts"
-import { indexFragment, refreshArchiveMarks } from "../search/SearchIndex.ts"
+import { SearchIndex } from "../search/SearchIndex.ts"
 import { now } from "../platform/Time.ts"
 
 /**
@@ -109,9 +111,13 @@ export class MailQueue extends Context.Service<MailQueue, {
   /** A wake-up each time mail is queued (at the accepting commit). */
   readonly wakeups: Effect.Effect<Queue.Dequeue<unknown, unknown>, never, Scope.Scope>
 }>()("burnbox/MailQueue") {
-  static readonly layer = Layer.effect(MailQueue, Effect.gen(function*() {
+  /** Needs BlobStore and SearchIndex besides the SQL client. */
+  static readonly layerNoDeps = Layer.effect(MailQueue, Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const pg = yield* PgClient.PgClient
+    const blobs = yield* BlobStore
+    const search = yield* SearchIndex
+    const inlineRaw = blobs.inlineRaw("c.id", InlineRawBytes)
 
     // This process's name on its connections (Database.ts processApplicationName), recorded with
     // each claim; another name (a pool configured elsewhere) claims for the timeout alone.
@@ -138,21 +144,15 @@ export class MailQueue extends Context.Service<MailQueue, {
                     client_address, client_helo, envelope_from)
         SELECT c.id, c.processing_attempts, c.account_id, c.alias_id, al.local_part, d.name AS domain, al.label,
                c.source, c.received_at, c.size_bytes, c.client_address, c.client_helo, c.envelope_from,
-               (r.message_id IS NOT NULL) AS has_raw,
-               CASE WHEN octet_length(r.raw) <= ${InlineRawBytes} THEN r.raw END AS raw
+               ${inlineRaw.columns}
         FROM claimed c
         JOIN aliases al ON al.id = c.alias_id JOIN domains d ON d.id = al.domain_id
-        LEFT JOIN message_raw r ON r.message_id = c.id
+        ${inlineRaw.join}
         ORDER BY c.id`
     })
     const claim = Effect.flatMap(now, claimRows).pipe(Effect.map((rows) => rows.map(toClaimed)), Effect.orDie)
 
-    const readRaw = (id: number) =>
-      SqlSchema.findAll({
-        Request: Schema.Int,
-        Result: Schema.Struct({ raw: Schema.Uint8Array }),
-        execute: (messageId) => sql`SELECT raw FROM message_raw WHERE message_id = ${messageId}`
-      })(id).pipe(Effect.map((rows) => rows[0]?.raw), Effect.orDie)
+    const readRaw = (id: number) => blobs.readRaw(id).pipe(Effect.map(Option.getOrUndefined))
 
     const fail = (id: number, reason: string) =>
       Effect.flatMap(now, (at) =>
@@ -210,7 +210,7 @@ export class MailQueue extends Context.Service<MailQueue, {
                 AND m.id = u.id AND m.processing_status = 'processing'
               RETURNING m.id, m.account_id, m.alias_id, m.received_at, m.has_attachments, m.trashed_at,
                         m.subject, u.sender_text, u.search_text),
-            indexed AS (${indexFragment(sql, "stored")}),
+            indexed AS (${search.indexFragment("stored")}),
             appended AS (${insertEventRecords(
               sql,
               batch.flatMap((ready) => ready.events.map((event) => ({ message_id: ready.message.id, ...eventRecord(event) }))),
@@ -228,9 +228,8 @@ export class MailQueue extends Context.Service<MailQueue, {
         const ours = new Set(stored.map((row) => row.id))
         const done = batch.filter((ready) => ours.has(ready.message.id))
         // Attachments: a message claimed for the first time has none stored yet.
-        const again = done.filter((ready) => ready.message.attempts > 1).map((ready) => ready.message.id)
-        if (again.length > 0) yield* sql`DELETE FROM attachments WHERE message_id IN ${sql.in(again)}`
-        const attachments = done.flatMap(({ message, parsed }) =>
+        yield* blobs.removeAttachments(done.filter((ready) => ready.message.attempts > 1).map((ready) => ready.message.id))
+        yield* blobs.writeAttachments(done.flatMap(({ message, parsed }) =>
           parsed.attachments.map((attachment, position) => ({
             message_id: message.id,
             position,
@@ -242,11 +241,7 @@ export class MailQueue extends Context.Service<MailQueue, {
             content_id: attachment.contentId,
             content: attachment.content
           }))
-        )
-        for (let i = 0; i < attachments.length; i += 1_000) {
-          const [first, ...rest] = attachments.slice(i, i + 1_000)
-          yield* sql`INSERT INTO attachments ${sql.insert([first!, ...rest])}`
-        }
+        ))
         return stored
       }))
 
@@ -259,7 +254,7 @@ export class MailQueue extends Context.Service<MailQueue, {
         const at = yield* now
         const withAttachments = batch.some((ready) => ready.parsed.attachments.length > 0 || ready.message.attempts > 1)
         const stored = withAttachments ? yield* storeWithAttachments(batch, at) : yield* storeStatement(batch, at)
-        yield* refreshArchiveMarks(sql, stored.map((row) => row.id))
+        yield* search.refreshArchiveMarks(stored.map((row) => row.id))
       }).pipe(Effect.asVoid, Effect.orDie)
 
     /**
@@ -289,4 +284,7 @@ export class MailQueue extends Context.Service<MailQueue, {
 
     return MailQueue.of({ claim, readRaw, fail, store, takeOver, wakeups })
   }))
+
+  /** With its own BlobStore and SearchIndex. */
+  static readonly layer = MailQueue.layerNoDeps.pipe(Layer.provide([BlobStore.layer, SearchIndex.layer]))
 }

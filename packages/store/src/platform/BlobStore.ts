@@ -1,0 +1,257 @@
+/**
+ * BlobStore: the one owner of message bytes (architecture.md, "BlobStore"): the exact raw bytes
+ * of each message (`message_raw`) and its attachments (`attachments`, their content with what
+ * describes it). The live layer keeps them in PostgreSQL, beside the message rows; an
+ * S3-compatible layer would keep the bytes under keys, with these tables holding the keys, and
+ * nothing that calls it would change.
+ *
+ * Readers ask it for bytes; a reader on behalf of an account passes the condition on the message
+ * row `m` that its mailboxes meet (MailboxAccess), so the bytes of mail the account does not
+ * reach are never read. Writers compose it into their own transactions: the accepting statement
+ * takes the raw bytes as a fragment (a big message staged piece by piece first, `stageRaw`), the
+ * pipeline's store writes attachments, and a message destroyed takes its bytes with it.
+ */
+import { PgTypes } from "@effect/sql-pg"
+import { Context, Effect, Layer, Option, Result, Schema } from "effect"
+import { SqlClient, type SqlError, SqlSchema, type Statement } from "effect/sql"
+import { rowsDecoder } from "./SqlRows.ts"
+
+/**
+ * Raw bytes above this size go to PostgreSQL in pieces of this size (staged in a large object
+ * inside the accepting transaction), so the driver never builds one protocol frame of the
+ * whole message: a 15 MB message costs the process its own bytes plus a piece, not three copies.
+ */
+export const RawPieceBytes = 1024 * 1024
+
+/** The raw bytes of one accepted message: `whole` when small, else the `pieces` as received, staged before the insert. */
+export interface RawBytes {
+  readonly size: number
+  readonly whole: Uint8Array | null
+  readonly pieces: ReadonlyArray<Uint8Array>
+}
+
+/** The exact bytes as received (one array, or the pieces in order: a big message need never be joined). */
+export const rawBytes = (raw: Uint8Array | ReadonlyArray<Uint8Array>): RawBytes => {
+  const list = raw instanceof Uint8Array ? [raw] : raw
+  const size = list.reduce((n, c) => n + c.byteLength, 0)
+  if (size <= RawPieceBytes) return { size, whole: list.length === 1 ? list[0]! : Buffer.concat(list), pieces: [] }
+  return { size, whole: null, pieces: list }
+}
+
+/** The raw bytes of a batch of accepted messages, ready for the accepting statement (`stageRaw`). */
+export interface StagedRaw {
+  readonly raws: ReadonlyArray<RawBytes>
+  /** The large object holding each big message's bytes, by position in `raws`; null for a whole one. */
+  readonly objects: ReadonlyArray<number | null>
+}
+
+/** What describes an attachment (MessageDetail.attachments). */
+export const AttachmentInfo = Schema.Struct({
+  id: Schema.Int,
+  filename: Schema.String,
+  mime_type: Schema.String,
+  size_bytes: Schema.Int,
+  dangerous: Schema.Boolean,
+  previewable: Schema.Boolean
+})
+export type AttachmentInfo = typeof AttachmentInfo.Type
+
+/** An attachment with its bytes. */
+export const StoredAttachment = Schema.Struct({
+  filename: Schema.String,
+  mime_type: Schema.String,
+  dangerous: Schema.Boolean,
+  previewable: Schema.Boolean,
+  content: Schema.Uint8Array
+})
+export type StoredAttachment = typeof StoredAttachment.Type
+
+/** An attachment the pipeline found in a message, to store (a row of `attachments`, so a type, not an interface: `sql.insert` takes records). */
+export type NewAttachment = {
+  readonly message_id: number
+  readonly position: number
+  readonly filename: string
+  readonly mime_type: string
+  readonly size_bytes: number
+  readonly dangerous: boolean
+  readonly previewable: boolean
+  readonly content_id: string | null
+  readonly content: Uint8Array
+}
+
+/** Attachments one insert writes (9 parameters each, well under PostgreSQL's 32767). */
+const AttachmentsPerInsert = 1_000
+
+const bytea = (values: ReadonlyArray<Uint8Array | null>) => PgTypes.array(values, PgTypes.OID.bytea).pipe(Result.getOrThrow)
+const oids = (values: ReadonlyArray<number | null>) => PgTypes.array(values, PgTypes.OID.oid).pipe(Result.getOrThrow)
+
+export class BlobStore extends Context.Service<BlobStore, {
+  /**
+   * The raw bytes of a message. With `reachable` (a condition on the message row `m`, e.g.
+   * MailboxAccess.mailboxes), only when the message meets it.
+   */
+  readonly readRaw: (messageId: number, options?: { readonly reachable: Statement.Fragment }) => Effect.Effect<Option.Option<Uint8Array>>
+  /**
+   * A claim's raw bytes, read with its rows: the select-list items `has_raw` and `raw` (the bytes
+   * when at most `inlineBytes`, else null: read them with `readRaw`) and the join they need, for
+   * rows whose message id is `messageId` (a column reference).
+   */
+  readonly inlineRaw: (messageId: string, inlineBytes: number) => { readonly columns: Statement.Fragment; readonly join: Statement.Fragment }
+  /** What describes each attachment of a message, in order. */
+  readonly attachments: (messageId: number) => Effect.Effect<ReadonlyArray<AttachmentInfo>>
+  /** One attachment with its bytes, when its message meets `reachable` (a condition on the message row `m`). */
+  readonly attachment: (messageId: number, attachmentId: number, reachable: Statement.Fragment) => Effect.Effect<Option.Option<StoredAttachment>>
+
+  /**
+   * Writes the bytes of the big messages of a batch ahead of the accepting statement, a piece
+   * per statement, inside the accepting transaction (a rollback takes them away); `unstageRaw`
+   * once the statement has copied them.
+   */
+  readonly stageRaw: (raws: ReadonlyArray<RawBytes>) => Effect.Effect<StagedRaw, SqlError.SqlError>
+  readonly unstageRaw: (staged: StagedRaw) => Effect.Effect<void, SqlError.SqlError>
+  /**
+   * A data-modifying step that stores the raw bytes of a batch: for each row of `input` (`ord`,
+   * and `n`, the message's place in `staged.raws` from 1) the message `ids` gave it (`ord`, `id`).
+   */
+  readonly insertRawBatch: (staged: StagedRaw) => Statement.Fragment
+  /** A data-modifying step that stores the raw bytes of `staged.raws[index]` for the message of `message` (a CTE with `id`). */
+  readonly insertRawOne: (staged: StagedRaw, index: number, message: string) => Statement.Fragment
+
+  /** Stores attachments; in the caller's transaction. */
+  readonly writeAttachments: (attachments: ReadonlyArray<NewAttachment>) => Effect.Effect<void, SqlError.SqlError>
+  /** Removes the attachments of messages (stored by an earlier attempt); in the caller's transaction. */
+  readonly removeAttachments: (messageIds: ReadonlyArray<number>) => Effect.Effect<void, SqlError.SqlError>
+  /**
+   * The messages are being destroyed in the caller's transaction. In PostgreSQL their bytes go
+   * with their rows (message_raw and attachments reference messages ON DELETE CASCADE): nothing
+   * to do. An object store removes their objects here.
+   */
+  readonly messagesDestroyed: (messageIds: ReadonlyArray<number>) => Effect.Effect<void, SqlError.SqlError>
+}>()("burnbox/BlobStore") {
+  /** Message bytes in PostgreSQL (`message_raw`, `attachments`). */
+  static readonly layer = Layer.effect(BlobStore, Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+
+    const RawRow = Schema.Struct({ raw: Schema.Uint8Array })
+    const rawOf = SqlSchema.findOneOption({
+      Request: Schema.Int,
+      Result: RawRow,
+      execute: (messageId) => sql`SELECT raw FROM message_raw WHERE message_id = ${messageId}`
+    })
+    const decodeRaw = rowsDecoder(RawRow)
+    const readRaw = (messageId: number, options?: { readonly reachable: Statement.Fragment }) =>
+      (options === undefined
+        ? rawOf(messageId)
+        : sql`
+        SELECT r.raw FROM message_raw r JOIN messages m ON m.id = r.message_id
+        WHERE m.id = ${messageId} AND ${options.reachable}`.pipe(
+            Effect.flatMap(decodeRaw),
+            Effect.map((rows) => Option.fromUndefinedOr(rows[0]))
+          )).pipe(Effect.map(Option.map((row) => row.raw)), Effect.orDie)
+
+    const inlineRaw = (messageId: string, inlineBytes: number) => ({
+      columns: sql`(r.message_id IS NOT NULL) AS has_raw,
+               CASE WHEN octet_length(r.raw) <= ${inlineBytes} THEN r.raw END AS raw`,
+      join: sql`LEFT JOIN message_raw r ON r.message_id = ${sql.literal(messageId)}`
+    })
+
+    const attachmentsOf = SqlSchema.findAll({
+      Request: Schema.Int,
+      Result: AttachmentInfo,
+      execute: (messageId) => sql`
+          SELECT id, filename, mime_type, size_bytes, dangerous, previewable FROM attachments WHERE message_id = ${messageId} ORDER BY position`
+    })
+    const attachments = (messageId: number) => attachmentsOf(messageId).pipe(Effect.orDie)
+
+    const decodeAttachment = rowsDecoder(StoredAttachment)
+    const attachment = (messageId: number, attachmentId: number, reachable: Statement.Fragment) =>
+      sql`
+        SELECT a.filename, a.mime_type, a.dangerous, a.previewable, a.content
+        FROM attachments a JOIN messages m ON m.id = a.message_id
+        WHERE a.id = ${attachmentId} AND a.message_id = ${messageId} AND ${reachable}`.pipe(
+        Effect.flatMap(decodeAttachment),
+        Effect.map((rows) => Option.fromUndefinedOr(rows[0])),
+        Effect.orDie
+      )
+
+    const decodeOid = rowsDecoder(Schema.Struct({ oid: Schema.Number }))
+    const createLargeObject = sql`SELECT lo_create(0) AS oid`.pipe(Effect.flatMap(decodeOid), Effect.map((rows) => rows[0]!.oid))
+    const stageRaw = (raws: ReadonlyArray<RawBytes>) =>
+      Effect.gen(function*() {
+        const objects: Array<number | null> = []
+        for (const raw of raws) {
+          if (raw.whole !== null) {
+            objects.push(null)
+            continue
+          }
+          const oid = yield* createLargeObject
+          let offset = 0
+          let piece: Array<Uint8Array> = []
+          let pieceBytes = 0
+          const flush = Effect.suspend(() => {
+            if (pieceBytes === 0) return Effect.void
+            const bytes = piece.length === 1 ? piece[0]! : Buffer.concat(piece, pieceBytes)
+            const at = offset
+            offset += pieceBytes
+            piece = []
+            pieceBytes = 0
+            return sql`SELECT lo_put(${PgTypes.oid(oid)}, ${at}, ${bytes})`.pipe(Effect.asVoid)
+          })
+          for (const chunk of raw.pieces) {
+            for (let start = 0; start < chunk.byteLength;) {
+              const take = Math.min(chunk.byteLength - start, RawPieceBytes - pieceBytes)
+              piece.push(chunk.subarray(start, start + take))
+              pieceBytes += take
+              start += take
+              if (pieceBytes === RawPieceBytes) yield* flush
+            }
+          }
+          yield* flush
+          objects.push(oid)
+        }
+        return { raws, objects } satisfies StagedRaw
+      })
+    const unstageRaw = (staged: StagedRaw) => {
+      const staging = staged.objects.filter((oid) => oid !== null)
+      return staging.length === 0
+        ? Effect.void
+        : sql`SELECT lo_unlink(o) FROM unnest(${oids(staging)}) AS o`.pipe(Effect.asVoid)
+    }
+
+    const insertRawBatch = (staged: StagedRaw) =>
+      sql`
+            INSERT INTO message_raw (message_id, raw)
+            SELECT ids.id, coalesce(r.raw, lo_get(r.staged)) FROM input i JOIN ids USING (ord)
+            JOIN unnest(${bytea(staged.raws.map((raw) => raw.whole))},
+                        ${oids(staged.objects)})
+              WITH ORDINALITY AS r(raw, staged, n) ON r.n = i.n`
+    const insertRawOne = (staged: StagedRaw, index: number, message: string) =>
+      sql`
+              INSERT INTO message_raw (message_id, raw)
+              SELECT id, coalesce(${staged.raws[index]!.whole}::bytea, lo_get(${PgTypes.oid(staged.objects[index] ?? null)})) FROM ${sql.literal(message)}`
+
+    const writeAttachments = (rows: ReadonlyArray<NewAttachment>) =>
+      Effect.gen(function*() {
+        for (let i = 0; i < rows.length; i += AttachmentsPerInsert) {
+          const [first, ...rest] = rows.slice(i, i + AttachmentsPerInsert)
+          yield* sql`INSERT INTO attachments ${sql.insert([first!, ...rest])}`
+        }
+      })
+    const removeAttachments = (messageIds: ReadonlyArray<number>) =>
+      messageIds.length === 0 ? Effect.void : sql`DELETE FROM attachments WHERE message_id IN ${sql.in(messageIds)}`.pipe(Effect.asVoid)
+
+    return BlobStore.of({
+      readRaw,
+      inlineRaw,
+      attachments,
+      attachment,
+      stageRaw,
+      unstageRaw,
+      insertRawBatch,
+      insertRawOne,
+      writeAttachments,
+      removeAttachments,
+      messagesDestroyed: () => Effect.void
+    })
+  }))
+}
