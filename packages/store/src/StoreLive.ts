@@ -12,6 +12,9 @@ import { Accounts } from "./accounts/Accounts.ts"
 import { Aliases, CandidateRandom } from "./aliases/Aliases.ts"
 import { Sessions } from "./auth/Sessions.ts"
 import { Domains } from "./domains/Domains.ts"
+import { BlobStore } from "./platform/BlobStore.ts"
+import { MailboxAccess } from "./sharing/MailboxAccess.ts"
+import { SearchIndex } from "./search/SearchIndex.ts"
 import { Mailstore } from "./messages/Mailstore.ts"
 import { MessageActions } from "./messages/MessageActions.ts"
 import { Messages } from "./messages/Messages.ts"
@@ -79,8 +82,8 @@ const RealtimeOnFirstUse = Layer.effect(Realtime, Effect.gen(function*() {
   })
 }))
 
-/** What several services of the store read. */
-const Shared = Layer.mergeAll(Keyring.layer, RateLimiter.layer, Accounts.layer, ServiceKeys.layer)
+/** What several services of the store read: keys, limits, accounts, and who owns mail bytes, words and mailboxes. */
+const Shared = Layer.mergeAll(Keyring.layer, RateLimiter.layer, Accounts.layer, ServiceKeys.layer, BlobStore.layer, SearchIndex.layer, MailboxAccess.layer)
 
 /** The store with its candidate generator given: tests pass a seeded one. */
 export const storeLayer = (options: { readonly random: Layer.Layer<CandidateRandom> }) =>
@@ -93,9 +96,9 @@ export const storeLayer = (options: { readonly random: Layer.Layer<CandidateRand
     Domains.layer,
     Aliases.layer,
     // messages, notices
-    Mailstore.layer,
-    Messages.layer,
-    MessageActions.layer,
+    Mailstore.layerNoDeps,
+    Messages.layerNoDeps,
+    MessageActions.layerNoDeps,
     Notices.layer,
     // webhooks: endpoints, the delivery queue, signatures, the way out
     Webhooks.layer,
@@ -103,7 +106,7 @@ export const storeLayer = (options: { readonly random: Layer.Layer<CandidateRand
     Signer.layerNoDeps,
     OutboundHttp.layer,
     // background work and events
-    MailQueue.layer,
+    MailQueue.layerNoDeps,
     JobQueueOnFirstUse,
     RealtimeOnFirstUse
   ).pipe(
