@@ -14,7 +14,7 @@
 import { PgTypes } from "@effect/sql-pg"
 import { Context, Effect, Layer, Option, Result, Schema } from "effect"
 import { SqlClient, type SqlError, SqlSchema, type Statement } from "effect/sql"
-import { rowsDecoder } from "./SqlRows.ts"
+import { rowsDecoder } from "./Rows.ts"
 
 /**
  * Raw bytes above this size go to PostgreSQL in pieces of this size (staged in a large object

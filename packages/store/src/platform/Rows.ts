@@ -4,7 +4,7 @@
  * A row that does not decode means the schema and the table disagree: a defect, like an SqlError.
  */
 import { DateTimeString } from "@burnbox/domain"
-import { Schema, SchemaTransformation } from "effect"
+import { Effect, Schema, SchemaTransformation } from "effect"
 
 /** A timestamptz as the interface writes it (RFC 3339, UTC, milliseconds). */
 export const IsoFromDate = Schema.Date.pipe(
@@ -27,3 +27,12 @@ export const IdRow = Schema.Struct({ id: Schema.Int })
  * take. Make it once (module or layer level): it builds the decoder.
  */
 export const decodeRows = <S extends Schema.Codec<unknown, unknown>>(row: S) => Schema.decodeUnknownEffect(Schema.Array(row))
+
+/**
+ * `decodeRows` with a row that does not fit as a defect (the SQL or the schema is wrong, not the
+ * caller); the statement's own SqlError is left to the caller. Make it once, like `decodeRows`.
+ */
+export const rowsDecoder = <S extends Schema.Codec<unknown, unknown>>(row: S) => {
+  const decode = decodeRows(row)
+  return (rows: ReadonlyArray<unknown>): Effect.Effect<ReadonlyArray<S["Type"]>> => Effect.orDie(decode(rows))
+}

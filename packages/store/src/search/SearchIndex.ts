@@ -14,7 +14,7 @@
 import type { SearchQuery, SearchTerm } from "@burnbox/domain/search/index"
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient, type SqlError, type Statement } from "effect/sql"
-import { rowsDecoder } from "../platform/SqlRows.ts"
+import { rowsDecoder } from "../platform/Rows.ts"
 
 /** How many rows of the mailbox a one-word search's first try walks for each row of its page (`search`). */
 const walkBreadth = 10

@@ -33,6 +33,7 @@ import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer, type Queue, Schema, type Scope } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
 import { OutboxChannel } from "./Outbox.ts"
+import { decodeRows } from "../platform/Rows.ts"
 import { now } from "../platform/Time.ts"
 import type { EndpointSecrets } from "./Signer.ts"
 
@@ -159,7 +160,6 @@ const CountedEndpointRow = Schema.Struct({
 }).pipe(Schema.encodeKeys({ accountId: "account_id", failureSince: "failure_since" }))
 
 /** Decodes the rows a statement returned. */
-const decodeRows = <S extends Schema.Codec<unknown, unknown>>(row: S) => Schema.decodeUnknownEffect(Schema.Array(row))
 
 // ---------------------------------------------------------------------------------------------
 // The repository
