@@ -6,7 +6,6 @@ import { randomBytes } from "node:crypto"
 import { PgClient } from "@effect/sql-pg"
 import { BurnboxConfig, DatabaseUrl, processApplicationName, withClient, withDatabase } from "@burnbox/store"
 import { Effect, Layer, Option, Redacted } from "effect"
-import { SqlClient } from "effect/sql"
 import { TestClock } from "effect/testing"
 import { clusterUrl, TestSecret } from "./Harness.ts"
 
@@ -31,20 +30,8 @@ export const processOn = (url: Redacted.Redacted<string>) =>
 /** A fresh database and one process on it. */
 export const TestDatabase = Layer.unwrap(Effect.map(freshDatabase, processOn))
 
-/** An account with one active alias on burnbox.test, written straight into the tables. */
-export const seedAlias = (localPart: string) =>
-  Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    const email = `${localPart}@example.com`
-    const [account] = yield* sql<{ id: number }>`
-      INSERT INTO accounts (email, email_key, password_hash, plan, created_at)
-      VALUES (${email}, ${email}, 'not-a-hash', 'pro', now()) RETURNING id`
-    const [alias] = yield* sql<{ id: number }>`
-      INSERT INTO aliases (account_id, domain_id, local_part, local_key, style, status, claimed_at)
-      SELECT ${account!.id}, id, ${localPart}, ${localPart}, 'words', 'active', now() FROM domains WHERE name = 'burnbox.test'
-      RETURNING id`
-    return { accountId: account!.id, aliasId: alias!.id, address: `${localPart}@burnbox.test` }
-  }).pipe(Effect.orDie)
+/** An account with one active alias on burnbox.test (the store's fixture, written straight into the tables). */
+export { seedAlias } from "@burnbox/store/testing/Fixtures"
 
 /**
  * Runs `check` until `done` holds of its answer: for what arrives from another connection
