@@ -9,7 +9,7 @@ import { fileURLToPath } from "node:url"
 import { PgClient } from "@effect/sql-pg"
 import { HotReads, httpListener } from "@burnbox/server"
 import { SmtpListener, smtpListener } from "@burnbox/ingest"
-import { DnsResolver, PipelineLive } from "@burnbox/worker"
+import { DnsResolver, MailWorkers, type MailWorkLimits, PipelineLive } from "@burnbox/worker"
 import { AccountSnapshots, Aliases, Mailstore, BurnboxConfig, DatabaseUrl, freePort, type BurnboxSettings, CandidateRandom, processApplicationName, storeLayer, withClient, withDatabase, type HostResolver, TargetResolver } from "@burnbox/store"
 import { seededRandom } from "@burnbox/domain/aliases/index"
 import { Clock, Context, Effect, Exit, Layer, Option, Redacted, Scope } from "effect"
@@ -90,6 +90,8 @@ export interface HarnessOptions {
   readonly dnsRecords?: Readonly<Record<string, ReadonlyArray<unknown>>>
   /** Replaces DNS for webhook URL checks (the SSRF tests). */
   readonly targetResolver?: HostResolver
+  /** The pipeline's mail worker threads: allowances (time, heap) and thread counts; the defaults otherwise. */
+  readonly mailWork?: Partial<MailWorkLimits>
 }
 
 export const startHarness = async (
@@ -123,7 +125,7 @@ export const startHarness = async (
   const roles = Layer.mergeAll(
     httpListener({ port, host: "127.0.0.1", disableListenLog: true }),
     smtpListener({ port: 0, host: "127.0.0.1", hostname: "mx.burnbox.test", tls: options.smtpTls }),
-    PipelineLive.pipe(Layer.provide(DnsResolver.fixed(options.dnsRecords ?? {})))
+    PipelineLive.pipe(Layer.provide(MailWorkers.layerWith(options.mailWork)), Layer.provide(DnsResolver.fixed(options.dnsRecords ?? {})))
   )
   const app = roles.pipe(
     Layer.provideMerge(storeLayer({ random: Layer.succeed(CandidateRandom, seededRandom(options.seed ?? 20261121)) })),

@@ -40,8 +40,9 @@ export class SmtpClient {
   /**
    * One message to one recipient on a fresh connection. The greeting, EHLO, MAIL FROM and RCPT
    * TO must each be accepted (else it throws, naming the reply); answers the reply to the message.
+   * `stuffed`: `raw` is dot-stuffed already (`dotStuff`), so sending costs this process nothing.
    */
-  static async sendOne(port: number, to: string, raw: Uint8Array, from = "sender@example.org"): Promise<SmtpReply> {
+  static async sendOne(port: number, to: string, raw: Uint8Array, from = "sender@example.org", options: { readonly stuffed?: boolean } = {}): Promise<SmtpReply> {
     const client = await SmtpClient.open(port)
     try {
       const greeting = await client.read()
@@ -50,7 +51,7 @@ export class SmtpClient {
         const reply = await client.command(line)
         if (reply.code !== 250) throw new Error(`${line}: ${reply.code} ${reply.text}`)
       }
-      return await client.data(raw)
+      return await client.data(raw, options.stuffed)
     } finally {
       await client.quit()
     }
@@ -99,17 +100,17 @@ export class SmtpClient {
     return this.read()
   }
 
-  /** The dot-stuffed bytes and the terminator, after a 354. */
-  writeMessage(raw: Uint8Array) {
-    this.socket.write(dotStuff(raw))
+  /** The dot-stuffed bytes and the terminator, after a 354 (`stuffed`: `raw` is dot-stuffed already). */
+  writeMessage(raw: Uint8Array, stuffed = false) {
+    this.socket.write(stuffed ? raw : dotStuff(raw))
     this.socket.write(".\r\n")
   }
 
   /** DATA, the message and its terminator; answers the reply to the message. */
-  async data(raw: Uint8Array): Promise<SmtpReply> {
+  async data(raw: Uint8Array, stuffed = false): Promise<SmtpReply> {
     const go = await this.command("DATA")
     if (go.code !== 354) return go
-    this.writeMessage(raw)
+    this.writeMessage(raw, stuffed)
     return this.read()
   }
 

@@ -11,6 +11,7 @@
  */
 import { Aliases, JobQueue, Mailstore, RateLimiter } from "@burnbox/store"
 import { DnsResolver } from "./pipeline/MailAuth.ts"
+import { MailWorkers } from "./pipeline/MailWorkers.ts"
 import { PipelineLive } from "./pipeline/Pipeline.ts"
 import { DeliveryLive } from "./webhooks/Delivery.ts"
 import { Effect, Layer } from "effect"
@@ -55,7 +56,10 @@ export const ScheduledJobsLive = Layer.effectDiscard(Effect.gen(function*() {
   yield* Effect.logInfo("worker started (message pipeline; pg-boss: alias-timers every minute, retention every 5 minutes, maintenance hourly)")
 }))
 
-/** The worker role: pipeline, webhook delivery and scheduled work, on the store's services and the real DNS. */
-export const WorkerLive = Layer.mergeAll(PipelineLive, DeliveryLive, ScheduledJobsLive).pipe(
+/**
+ * The worker role: pipeline (its mail worker threads configured from the environment), webhook
+ * delivery and scheduled work, on the store's services and the real DNS.
+ */
+export const WorkerLive = Layer.mergeAll(PipelineLive.pipe(Layer.provide(MailWorkers.layer)), DeliveryLive, ScheduledJobsLive).pipe(
   Layer.provide(DnsResolver.layer)
 )

@@ -2,7 +2,7 @@
  * @burnbox/worker: the background work of burnbox.
  *
  * Folders by feature: `pipeline/` (parse -> rules -> index -> realtime -> webhook, mail
- * authentication and its DNS), `webhooks/` (delivery: dispatch, attempts, retries, purge).
+ * authentication and its DNS, the mail worker threads that parse and analyze), `webhooks/` (delivery: dispatch, attempts, retries, purge).
  * `Worker.ts` holds the scheduled jobs (alias timers, retention, maintenance) and the one wired
  * layer, `WorkerLive` (pipeline + delivery + scheduled jobs, with the real DNS), which needs
  * StoreLive's services.
@@ -11,3 +11,4 @@ export * from "./Worker.ts"
 export * from "./pipeline/Pipeline.ts"
 export * from "./webhooks/Delivery.ts"
 export * from "./pipeline/MailAuth.ts"
+export * from "./pipeline/MailWorkers.ts"

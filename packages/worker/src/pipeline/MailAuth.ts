@@ -7,13 +7,20 @@
  * Without a reachable DNS server (an isolated deployment) every lookup fails: each name costs
  * at most one timeout (1 s) per `FailureTtlMs`, concurrent lookups of one name share it, and
  * the results read `none`/`temperror`/null; mail is still processed.
+ *
+ * The checks are split as the work is: DKIM reads the message (Dkim.ts) and so runs in the
+ * pipeline's mail worker thread, with its few key lookups answered from here; SPF (the envelope)
+ * and DMARC (the From domains DKIM found) read no message bytes and run here, SPF beside the
+ * thread's work. Together they answer what mailauth's `authenticate` answers.
  */
 import { promises as dns } from "node:dns"
+import { isIP } from "node:net"
 import { hostname } from "node:os"
 import { Context, Effect, Layer } from "effect"
-import { authenticate } from "mailauth"
+import { type DMARCOptions, type DNSResolver, dmarc, spf, type SPFOptions, type SPFResult } from "mailauth"
+import { type DkimOutcome, type Resolve, verifyDkim } from "./Dkim.ts"
 
-export type Resolve = (name: string, rrtype: string) => Promise<unknown>
+export { type DkimOutcome, mailauthInput, type Resolve } from "./Dkim.ts"
 
 /** How long an answer is reused (the system resolver does not tell its TTL). */
 export const AnswerTtlMs = 60_000
@@ -77,58 +84,80 @@ export interface AuthResults {
 
 export const noAuth: AuthResults = { spf: null, dkim: null, dmarc: null }
 
-interface MailauthResult {
-  readonly spf?: { readonly status?: { readonly result?: string } } | false
-  readonly dkim?: { readonly results?: ReadonlyArray<{ readonly status?: { readonly result?: string } }> }
-  readonly dmarc?: { readonly status?: { readonly result?: string } } | false
+export interface Envelope {
+  readonly ip: string | null
+  readonly helo: string | null
+  readonly sender: string | null
 }
 
-const LF = 0x0a
-const CR = 0x0d
+/** SPF of the envelope as mailauth's `authenticate` runs it; false when it has nothing to check. */
+const checkSpf = (resolver: Resolve, envelope: Envelope) => {
+  // authenticate's rules: the client address stands in for a missing HELO, an address HELO is bracketed.
+  const helo = envelope.helo ?? envelope.ip
+  return spf({
+    ...(envelope.ip === null ? {} : { ip: envelope.ip }),
+    ...(helo === null ? {} : { helo: isIP(helo) ? `[${helo}]` : helo }),
+    ...(envelope.sender === null ? {} : { sender: envelope.sender }),
+    mta: hostname(),
+    resolver: resolver as DNSResolver,
+    strict: false
+  } as SPFOptions)
+}
+
+/** DMARC as `authenticate` evaluates it: over the From domains, SPF's domain if it passed, the passing signatures. */
+const checkDmarc = (resolver: Resolve, dkim: Extract<DkimOutcome, { ok: true }>, spfResult: SPFResult | false) => {
+  const options: DMARCOptions = {
+    headerFrom: [...dkim.headerFrom],
+    fromFields: dkim.fromFields,
+    spfDomains: spfResult && spfResult.status.result === "pass" && spfResult.domain ? [spfResult.domain] : [],
+    dkimDomains: dkim.signatures
+      .filter((signature) => signature.result === "pass")
+      .map((signature) => ({
+        ...(signature.id === null ? {} : { id: signature.id }),
+        domain: signature.signingDomain ?? "",
+        aligned: signature.aligned,
+        ...(signature.underSized === null ? {} : { underSized: signature.underSized })
+      })),
+    resolver: resolver as DNSResolver,
+    strict: false
+  }
+  return dmarc(options)
+}
+
+const bounded = <A>(evaluate: () => Promise<A>) => Effect.tryPromise(evaluate).pipe(Effect.timeout("5 seconds"), Effect.option)
 
 /**
- * What mailauth needs to read of `raw`: without a DKIM-Signature header only the header block
- * (through the empty line that ends it, found as mailauth's DKIM parser finds it), since the
- * body only ever feeds the body hash of a signature (ARC and BIMI are off). That saves streaming
- * every unsigned body through the DKIM parser; signed mail is read whole.
+ * Runs `work` (which reads the message and answers its DKIM outcome, e.g. in a mail worker
+ * thread) with SPF beside it, then DMARC: the results mailauth's `authenticate` gives, with
+ * ARC and BIMI off, null where a check could not run. A failure of `work` is its caller's; SPF
+ * and DMARC are bounded to five seconds each, and any failure of theirs, or a DKIM outcome
+ * that could not be read, leaves no results (as a failure of `authenticate` did).
  */
-export const mailauthInput = (raw: Uint8Array): Uint8Array => {
-  for (let i = raw.indexOf(LF); i >= 0; i = raw.indexOf(LF, i + 1)) {
-    if (i === 0 || raw[i - 1] === LF || (raw[i - 1] === CR && (i === 1 || raw[i - 2] === LF))) {
-      const headers = raw.subarray(0, i + 1)
-      return Buffer.from(headers.buffer, headers.byteOffset, headers.byteLength).toString("latin1").toLowerCase().includes("dkim-signature")
-        ? raw
-        : headers
-    }
-  }
-  return raw
-}
-
-/** The results of one message; null where a check could not run. Bounded to five seconds. */
-export const authenticateMail = (
-  raw: Uint8Array,
-  envelope: { readonly ip: string | null; readonly helo: string | null; readonly sender: string | null }
+export const authenticateBeside = <A, E, R>(
+  work: Effect.Effect<A, E, R>,
+  dkimOf: (done: A) => DkimOutcome,
+  envelope: Envelope
 ) =>
   Effect.gen(function*() {
     const resolver = yield* DnsResolver
-    const input = mailauthInput(raw)
-    const result = yield* Effect.tryPromise(() =>
-      authenticate(Buffer.from(input.buffer, input.byteOffset, input.byteLength), {
-        ...(envelope.ip === null ? {} : { ip: envelope.ip }),
-        ...(envelope.helo === null ? {} : { helo: envelope.helo }),
-        ...(envelope.sender === null ? {} : { sender: envelope.sender }),
-        mta: hostname(),
-        resolver: resolver as Parameters<typeof authenticate>[1] extends { resolver?: infer R } ? R : never,
-        disableArc: true,
-        disableBimi: true
-      }) as Promise<MailauthResult>
-    )
-    return {
-      spf: result.spf ? result.spf.status?.result ?? null : null,
-      dkim: result.dkim?.results?.[0]?.status?.result ?? "none",
-      dmarc: result.dmarc ? result.dmarc.status?.result ?? null : null
-    } satisfies AuthResults
-  }).pipe(
-    Effect.timeout("5 seconds"),
-    Effect.catchCause(() => Effect.succeed(noAuth))
-  )
+    const [done, spfResult] = yield* Effect.all([work, bounded(() => checkSpf(resolver, envelope))], { concurrency: 2 })
+    const dkim = dkimOf(done)
+    if (!dkim.ok || spfResult._tag === "None") return [done, noAuth] as const
+    const dmarcResult = yield* bounded(() => checkDmarc(resolver, dkim, spfResult.value))
+    if (dmarcResult._tag === "None") return [done, noAuth] as const
+    const auth: AuthResults = {
+      spf: spfResult.value ? spfResult.value.status.result : null,
+      dkim: dkim.signatures[0]?.result ?? "none",
+      dmarc: dmarcResult.value ? dmarcResult.value.status.result : null
+    }
+    return [done, auth] as const
+  })
+
+/** The results of one message, read here on the calling thread; null where a check could not run. */
+export const authenticateMail = (raw: Uint8Array, envelope: Envelope) =>
+  Effect.gen(function*() {
+    const resolver = yield* DnsResolver
+    const dkim = Effect.promise(() => verifyDkim(raw, { resolver, sender: envelope.sender }))
+    const [, auth] = yield* authenticateBeside(dkim, (outcome) => outcome, envelope)
+    return auth
+  })

@@ -14,14 +14,22 @@
  * per-message round trips; a batch that fails is retried one message at a time, so one bad
  * message cannot hold back the others. Mail that cannot be parsed becomes `failed` with its
  * raw bytes kept.
+ *
+ * The CPU-heavy work of a message (parsing, analysis, DKIM's reading) runs in a worker thread
+ * (MailWorkers), within an allowance of time and memory: mail past it becomes `failed`
+ * (`too_complex: ...`) at once, raw bytes kept, and the loops go on with the next message.
  */
 import { type EventAlias } from "@burnbox/domain"
-import { analyzeMessage, parseMessage } from "@burnbox/domain/mail/index"
 import { BurnboxConfig, type ClaimedMessage, ClaimBatchSize, MailQueue, type NewEvent, now, type ProcessedMessage } from "@burnbox/store"
 import { Deferred, Effect, Layer, Queue, Semaphore } from "effect"
-import { authenticateMail, noAuth } from "./MailAuth.ts"
+import { type DkimOutcome } from "./Dkim.ts"
+import { authenticateBeside, noAuth } from "./MailAuth.ts"
+import { MailWorkers } from "./MailWorkers.ts"
 
 export { ClaimTimeoutMs } from "@burnbox/store"
+
+/** What authentication makes of a message that was not parsed (it is failed, not stored). */
+const unread: DkimOutcome = { ok: false, failed: "not parsed" }
 
 /** After this many claims a message that keeps killing its worker is marked failed. */
 export const MaxAttempts = 3
@@ -130,24 +138,34 @@ export class Pipeline {
       })
 
     const budget = yield* Semaphore.make(WorkBudgetKiB)
+    const workers = yield* MailWorkers
     const processOne = (claimed: ClaimedMessage) =>
       Effect.gen(function*() {
         if (claimed.attempts > MaxAttempts) return yield* queue.fail(claimed.id, "gave_up_after_repeated_worker_failures")
         if (!claimed.hasRaw) return yield* queue.fail(claimed.id, "raw_missing")
         const raw = claimed.raw ?? (yield* queue.readRaw(claimed.id))
         if (raw === undefined) return yield* queue.fail(claimed.id, "raw_missing")
-        const result = yield* Effect.promise(() => parseMessage(raw))
-        if (!result.ok) return yield* queue.fail(claimed.id, `unparsable: ${result.reason}`)
+        // Parsing, analysis and DKIM's reading of the message in a worker thread, within its
+        // allowance; SPF and DMARC (DNS, no message bytes) here, SPF beside the thread's work.
         // Injected test mail has no sending server to check.
-        const auth = claimed.source === "smtp"
-          ? yield* authenticateMail(raw, { ip: claimed.clientAddress, helo: claimed.clientHelo, sender: claimed.envelopeFrom })
-          : noAuth
-        const analysis = analyzeMessage(result.message)
+        const smtp = claimed.source === "smtp"
+        const work = workers.process({ raw, dkim: smtp ? { sender: claimed.envelopeFrom } : null })
+        const [result, auth] = smtp
+          ? yield* authenticateBeside(work, (done) => (done.ok && done.dkim !== null ? done.dkim : unread), {
+            ip: claimed.clientAddress,
+            helo: claimed.clientHelo,
+            sender: claimed.envelopeFrom
+          })
+          : [yield* work, noAuth] as const
+        if (!result.ok) return yield* queue.fail(claimed.id, `unparsable: ${result.reason}`)
         // The bytes are not needed any more while the message waits for its store.
-        const ready = { message: { ...claimed, raw: null }, parsed: result.message, analysis, auth }
+        const ready = { message: { ...claimed, raw: null }, parsed: result.parsed, analysis: result.analysis, auth }
         yield* store({ ...ready, events: eventsOf(config.baseUrl, ready, yield* now) })
       }).pipe(
         budget.withPermits(workPermits(claimed.sizeBytes)),
+        // Past its allowance the message is failed at once, with its raw bytes kept: it would only
+        // go past it again.
+        Effect.catchTag("MailTooComplex", (error) => queue.fail(claimed.id, `too_complex: ${error.reason}`)),
         Effect.catchCause((cause) =>
           Effect.logError(`pipeline: message ${claimed.id} failed`, cause).pipe(
             Effect.andThen(claimed.attempts >= MaxAttempts ? queue.fail(claimed.id, "processing_error") : Effect.void)
@@ -169,7 +187,7 @@ export class Pipeline {
   })
 }
 
-/** The pipeline as a background fiber of the worker role (needs a DnsResolver). */
+/** The pipeline as a background fiber of the worker role (needs a DnsResolver and MailWorkers). */
 export const PipelineLive = Layer.effectDiscard(Effect.gen(function*() {
   const queue = yield* MailQueue
   const pipeline = yield* Pipeline.make

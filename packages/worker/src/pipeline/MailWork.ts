@@ -1,0 +1,81 @@
+/**
+ * The CPU-heavy part of processing one message, as it runs in a mail worker thread
+ * (MailWorkThread.ts, driven by MailWorkers.ts): postal-mime parsing, the whole analysis
+ * (sanitized HTML, links, codes, snippet, search text) and the DKIM verifier's reading of the
+ * message. Everything that crosses the thread boundary is plain data: the raw bytes in, the
+ * parsed message, its analysis and the DKIM outcome out, and DNS questions and answers for the
+ * DKIM keys in between.
+ *
+ * No Effect here: this module is what a thread loads before it says it is ready.
+ */
+// The modules themselves, not mail/index: it also holds test-message validation, which loads Effect and
+// the schemas (~200 ms more for every thread to start).
+import { analyzeMessage, type MessageAnalysis } from "@burnbox/domain/mail/analyze"
+import { type ParsedMessage, parseMessage } from "@burnbox/domain/mail/parse"
+import { type DkimOutcome, type Resolve, verifyDkim } from "./Dkim.ts"
+
+/** One message's work. `dkim` is null when there is no sending server to check (injected test mail). */
+export interface MailTask {
+  readonly raw: Uint8Array
+  readonly dkim: { readonly sender: string | null } | null
+}
+
+export type MailWorkResult =
+  | { readonly ok: false; readonly reason: string; readonly detail: string }
+  | {
+    readonly ok: true
+    readonly parsed: ParsedMessage
+    readonly analysis: MessageAnalysis
+    readonly dkim: DkimOutcome | null
+  }
+
+/** Parses, analyzes and verifies DKIM, in that order; a message that cannot be parsed stops at the first. */
+export const doMailWork = async (task: MailTask, resolve: Resolve): Promise<MailWorkResult> => {
+  const result = await parseMessage(task.raw)
+  if (!result.ok) return { ok: false, reason: result.reason, detail: result.detail }
+  const analysis = analyzeMessage(result.message)
+  const dkim = task.dkim === null ? null : await verifyDkim(task.raw, { resolver: resolve, sender: task.dkim.sender })
+  return { ok: true, parsed: result.message, analysis, dkim }
+}
+
+// -- the messages between the main thread and a mail worker thread ----------------------------
+
+/** What a thread is started with (`workerData`). */
+export interface ThreadOptions {
+  /** The thread's nice value (Linux): above 0 it yields the CPU to the main thread. */
+  readonly nice: number
+}
+
+export type ToThread =
+  | { readonly type: "work"; readonly task: MailTask }
+  | { readonly type: "dns"; readonly id: number; readonly answer: unknown }
+  | { readonly type: "dns"; readonly id: number; readonly error: { readonly message: string; readonly code: string | null } }
+
+export type FromThread =
+  | { readonly type: "ready" }
+  | { readonly type: "done"; readonly result: MailWorkResult }
+  /** The work threw: a bug, not the message's fault (the pipeline retries, then gives up). */
+  | { readonly type: "crashed"; readonly message: string }
+  | { readonly type: "dns"; readonly id: number; readonly name: string; readonly rrtype: string }
+
+/**
+ * `bytes` as a view of a whole ArrayBuffer of its own, so that buffer can be transferred to
+ * the other thread instead of copied: itself when it is one already, else a copy. (Structured
+ * clone would copy a view's whole underlying buffer, e.g. all of a sliced Buffer; and Node's
+ * pool of small Buffers cannot be transferred at all.)
+ */
+export const ownedBytes = (bytes: Uint8Array): Uint8Array<ArrayBuffer> =>
+  bytes.buffer instanceof ArrayBuffer && bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength
+    ? new Uint8Array(bytes.buffer)
+    // A copy into a new ArrayBuffer (Buffer#slice would share the memory).
+    : new Uint8Array(bytes)
+
+/** The result with each attachment's bytes in a buffer of its own, and those buffers to transfer. */
+export const transferableResult = (result: MailWorkResult): { readonly result: MailWorkResult; readonly transfer: Array<ArrayBuffer> } => {
+  if (!result.ok) return { result, transfer: [] }
+  const attachments = result.parsed.attachments.map((attachment) => ({ ...attachment, content: ownedBytes(attachment.content) }))
+  return {
+    result: { ...result, parsed: { ...result.parsed, attachments } },
+    transfer: [...new Set(attachments.map((attachment) => attachment.content.buffer))]
+  }
+}

@@ -1,0 +1,156 @@
+/**
+ * MailWorkers (issue #15): a message's parsing, analysis and DKIM reading run in a worker
+ * thread, with the same results as in-process; the raw bytes cross by transfer; a task past its
+ * time or heap allowance fails with MailTooComplex, its thread is replaced and the next task runs
+ * at once; a task that runs long steps aside so the next ones run beside it.
+ */
+import { generateKeyPairSync } from "node:crypto"
+import { analyzeMessage, parseMessage } from "@burnbox/domain/mail/index"
+import { nestedBold, singleLineHtml } from "@burnbox/testkit"
+import { authenticateBeside, authenticateMail, DnsResolver, MailTooComplex, MailWorkers, type MailWorkLimits } from "@burnbox/worker"
+import { Effect, Fiber, Layer } from "effect"
+import { dkimSign } from "mailauth"
+import { describe, expect, it } from "vitest"
+
+const { privateKey, publicKey } = generateKeyPairSync("rsa", { modulusLength: 2048 })
+const records = {
+  "TXT signer.test": [["v=spf1 ip4:192.0.2.10 -all"]],
+  "TXT _dmarc.signer.test": [["v=DMARC1; p=reject"]],
+  "TXT mail._domainkey.signer.test": [[`v=DKIM1; k=rsa; p=${publicKey.export({ type: "spki", format: "der" }).toString("base64")}`]]
+}
+const envelope = { ip: "192.0.2.10", helo: "mx.signer.test", sender: "news@signer.test" }
+
+/** Runs `effect` with a pool of these limits (and DNS answering from `records`), ended afterwards. */
+const withWorkers = <A, E>(effect: Effect.Effect<A, E, MailWorkers | DnsResolver>, limits: Partial<MailWorkLimits> = {}) =>
+  Effect.runPromise(
+    effect.pipe(Effect.provide(MailWorkers.layerWith({ threads: 1, spareThreads: 1, ...limits }).pipe(Layer.provideMerge(DnsResolver.fixed(records)))), Effect.scoped)
+  )
+
+const work = (raw: Uint8Array, dkim: { sender: string | null } | null = null) =>
+  Effect.gen(function*() {
+    const workers = yield* MailWorkers
+    return yield* workers.process({ raw, dkim })
+  })
+
+const crlf = (text: string) => Buffer.from(text.replace(/\r?\n/g, "\r\n"), "utf8")
+const png = Buffer.from("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==", "base64")
+
+const rich = crlf(`From: "Acme" <support@acme.example>
+To: someone@burnbox.test
+Subject: =?utf-8?q?Verify_your_account_=E2=9C=93?=
+Date: Sat, 21 Nov 2026 11:59:00 +0000
+X-Campaign: one
+X-Campaign: two
+__proto__: not a prototype
+MIME-Version: 1.0
+Content-Type: multipart/mixed; boundary="b"
+
+--b
+Content-Type: text/html; charset=utf-8
+
+<p>Your code is <b>482913</b>. <a href="https://acme.example/verify?t=1">Verify</a></p><img src="https://t.example/p.png"><script>x()</script>
+--b
+Content-Type: image/png; name="logo.png"
+Content-Disposition: attachment; filename="logo.png"
+Content-Transfer-Encoding: base64
+
+${png.toString("base64")}
+--b--
+`)
+
+const ordinary = crlf("From: a@shop.example\nTo: b@burnbox.test\nSubject: hi\n\nYour code is 123456.\n")
+
+const signed = async () => {
+  const message = "From: News <news@signer.test>\r\nTo: <someone@burnbox.test>\r\nSubject: Your code is 482913\r\nMessage-ID: <m1@signer.test>\r\n\r\nYour code is 482913.\r\n"
+  const key = { signingDomain: "signer.test", selector: "mail", privateKey: privateKey.export({ type: "pkcs8", format: "pem" }).toString() }
+  // mailauth signs with the keys of signatureData (its typings name only the top-level fields).
+  return Buffer.from((await dkimSign(message, { ...key, signatureData: [key] })).signatures + message)
+}
+
+describe("MailWorkers", () => {
+  it("parses and analyzes in a thread exactly as in-process: headers, bodies, analysis, attachment bytes", async () => {
+    const inProcess = await parseMessage(rich)
+    if (!inProcess.ok) throw new Error(inProcess.detail)
+    const result = await withWorkers(work(Buffer.from(rich)))
+    if (!result.ok) throw new Error(result.detail)
+    expect(result.parsed).toEqual(inProcess.message)
+    expect(Object.getPrototypeOf(result.parsed.headers)).toBe(Object.prototype)
+    expect(result.parsed.headers["__proto__"]).toBe("not a prototype")
+    expect(Buffer.from(result.parsed.attachments[0]!.content).equals(png)).toBe(true)
+    expect(result.analysis).toEqual(analyzeMessage(inProcess.message))
+    expect(result.analysis.otpCodes).toEqual(["482913"])
+    expect(result.dkim).toBeNull()
+  })
+
+  it("answers a parse failure as the parser words it", async () => {
+    const result = await withWorkers(work(new Uint8Array(0)))
+    expect(result).toMatchObject({ ok: false, reason: "empty" })
+  })
+
+  it("verifies DKIM in the thread, its key looked up through the main thread's resolver: the results of authenticating in-process", async () => {
+    const raw = await signed()
+    const [result, auth] = await withWorkers(
+      authenticateBeside(work(raw, { sender: envelope.sender }), (done) => (done.ok && done.dkim !== null ? done.dkim : { ok: false, failed: "unread" }), envelope)
+    )
+    expect(result.ok && result.dkim).toMatchObject({ ok: true, headerFrom: ["news@signer.test"], signatures: [{ signingDomain: "signer.test", result: "pass" }] })
+    expect(auth).toEqual({ spf: "pass", dkim: "pass", dmarc: "pass" })
+    const inProcess = await Effect.runPromise(authenticateMail(raw, envelope).pipe(Effect.provide(DnsResolver.fixed(records))))
+    expect(auth).toEqual(inProcess)
+  })
+
+  it("hands over raw bytes that have a buffer of their own, and copies bytes that share one", async () => {
+    const own = new Uint8Array(ordinary)
+    const shared = Buffer.concat([Buffer.from("leading bytes of another message"), ordinary]).subarray(32)
+    // Small Buffers share Node's pool, which cannot be transferred at all.
+    const pooled = Buffer.from(ordinary)
+    const [a, b, c] = await withWorkers(Effect.all([work(own), work(shared), work(pooled)]))
+    expect([a.ok, b.ok, c.ok]).toEqual([true, true, true])
+    expect(own.byteLength).toBe(0)
+    expect(shared.equals(ordinary)).toBe(true)
+    expect(pooled.equals(ordinary)).toBe(true)
+  })
+
+  it("fails a task past its time with MailTooComplex, and the next task runs at once on the replacement", async () => {
+    const [failure, next] = await withWorkers(
+      Effect.gen(function*() {
+        const failure = yield* Effect.flip(work(nestedBold("a@burnbox.test").raw))
+        const started = Date.now()
+        const next = yield* work(ordinary)
+        return [failure, { result: next, ms: Date.now() - started }] as const
+      }),
+      { timeoutMs: 500, longAfterMs: 100, spareThreads: 0 }
+    )
+    expect(failure).toEqual(new MailTooComplex({ reason: "took longer than 500 ms" }))
+    expect(next.result.ok).toBe(true)
+    expect(next.ms).toBeLessThan(2_000)
+  })
+
+  it("fails a task that exhausts its thread's heap with MailTooComplex, out of memory, and goes on", async () => {
+    const [failure, next] = await withWorkers(
+      Effect.gen(function*() {
+        const failure = yield* Effect.flip(work(singleLineHtml("a@burnbox.test").raw))
+        return [failure, yield* work(ordinary)] as const
+      }),
+      { heapMb: 64, timeoutMs: 60_000 }
+    )
+    expect(failure).toEqual(new MailTooComplex({ reason: "out of memory" }))
+    expect(next.ok).toBe(true)
+  })
+
+  it("lets the next tasks run beside one that has run long, on a spare thread", async () => {
+    const ordinaryMs = await withWorkers(
+      Effect.gen(function*() {
+        // One lane: the slow one takes it, then steps aside onto the spare after 100 ms.
+        const slow = yield* Effect.forkChild(Effect.flip(work(nestedBold("a@burnbox.test").raw)))
+        yield* Effect.sleep("50 millis")
+        const started = Date.now()
+        yield* work(ordinary)
+        const ms = Date.now() - started
+        expect(yield* Fiber.join(slow)).toBeInstanceOf(MailTooComplex)
+        return ms
+      }),
+      { threads: 1, spareThreads: 1, longAfterMs: 100, timeoutMs: 3_000 }
+    )
+    expect(ordinaryMs).toBeLessThan(1_500)
+  })
+})
