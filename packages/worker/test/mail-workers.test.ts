@@ -5,6 +5,7 @@
  * at once; a task that runs long steps aside so the next ones run beside it.
  */
 import { generateKeyPairSync } from "node:crypto"
+import { existsSync, readdirSync, readFileSync } from "node:fs"
 import { analyzeMessage, parseMessage } from "@burnbox/domain/mail/index"
 import { nestedBold, singleLineHtml } from "@burnbox/testkit"
 import { authenticateBeside, authenticateMail, DnsResolver, MailTooComplex, MailWorkers, type MailWorkLimits } from "@burnbox/worker"
@@ -67,6 +68,20 @@ const signed = async () => {
   return Buffer.from((await dkimSign(message, { ...key, signatureData: [key] })).signatures + message)
 }
 
+/** The nice values of this process's mail worker threads (Linux; empty elsewhere). */
+const mailThreadNices = () =>
+  existsSync("/proc/self/task")
+    ? readdirSync("/proc/self/task").flatMap((tid) => {
+      try {
+        if (readFileSync(`/proc/self/task/${tid}/comm`, "utf8").trim() !== "burnbox-mail") return []
+        // Field 19 of stat; the fields after the name (field 2, in parentheses) start at 3.
+        return [Number(readFileSync(`/proc/self/task/${tid}/stat`, "utf8").split(") ")[1]!.split(" ")[16])]
+      } catch {
+        return []
+      }
+    })
+    : []
+
 describe("MailWorkers", () => {
   it("parses and analyzes in a thread exactly as in-process: headers, bodies, analysis, attachment bytes", async () => {
     const inProcess = await parseMessage(rich)
@@ -98,25 +113,49 @@ describe("MailWorkers", () => {
     expect(auth).toEqual(inProcess)
   })
 
-  it("hands over raw bytes that have a buffer of their own, and copies bytes that share one", async () => {
-    const own = new Uint8Array(ordinary)
-    const shared = Buffer.concat([Buffer.from("leading bytes of another message"), ordinary]).subarray(32)
+  it("hands over a large message's bytes when they have a buffer of their own; copies a small one's, and bytes that share a buffer", async () => {
+    const large = crlf(`From: a@shop.example\nTo: b@burnbox.test\nSubject: big\n\n${"a line of an ordinary large message\n".repeat(10_000)}`)
+    const own = new Uint8Array(large)
+    const shared = Buffer.concat([Buffer.from("leading bytes of another message"), large]).subarray(32)
+    const small = new Uint8Array(ordinary)
     // Small Buffers share Node's pool, which cannot be transferred at all.
     const pooled = Buffer.from(ordinary)
-    const [a, b, c] = await withWorkers(Effect.all([work(own), work(shared), work(pooled)]))
-    expect([a.ok, b.ok, c.ok]).toEqual([true, true, true])
+    const results = await withWorkers(Effect.all([work(own), work(shared), work(small), work(pooled)]))
+    expect(results.map((result) => result.ok)).toEqual([true, true, true, true])
     expect(own.byteLength).toBe(0)
-    expect(shared.equals(ordinary)).toBe(true)
+    expect(shared.equals(large)).toBe(true)
+    expect(Buffer.from(small).equals(ordinary)).toBe(true)
     expect(pooled.equals(ordinary)).toBe(true)
+  })
+
+  it("hands small messages over several at once, and gives those queued behind a slow one to another thread", async () => {
+    const { slow, quick } = await withWorkers(
+      Effect.gen(function*() {
+        // Two threads; the slow message (small: 240 KB) is handed over with ordinary ones queued behind it.
+        const started = Date.now()
+        const all = yield* Effect.forEach(
+          [nestedBold("a@burnbox.test", 80_000).raw, ...Array.from({ length: 15 }, () => ordinary)],
+          (raw) => Effect.result(work(raw)).pipe(Effect.map((result) => ({ result, ms: Date.now() - started }))),
+          { concurrency: "unbounded" }
+        )
+        return { slow: all[0]!, quick: all.slice(1) }
+      }),
+      { threads: 2, spareThreads: 0, longAfterMs: 100, timeoutMs: 2_000 }
+    )
+    expect(slow.result._tag).toBe("Failure")
+    for (const { result, ms } of quick) {
+      expect(result._tag).toBe("Success")
+      expect(ms).toBeLessThan(1_500)
+    }
   })
 
   it("fails a task past its time with MailTooComplex, and the next task runs at once on the replacement", async () => {
     const [failure, next] = await withWorkers(
       Effect.gen(function*() {
-        const failure = yield* Effect.flip(work(nestedBold("a@burnbox.test").raw))
+        const tooLong = yield* Effect.flip(work(nestedBold("a@burnbox.test").raw))
         const started = Date.now()
-        const next = yield* work(ordinary)
-        return [failure, { result: next, ms: Date.now() - started }] as const
+        const result = yield* work(ordinary)
+        return [tooLong, { result, ms: Date.now() - started }] as const
       }),
       { timeoutMs: 500, longAfterMs: 100, spareThreads: 0 }
     )
@@ -128,8 +167,8 @@ describe("MailWorkers", () => {
   it("fails a task that exhausts its thread's heap with MailTooComplex, out of memory, and goes on", async () => {
     const [failure, next] = await withWorkers(
       Effect.gen(function*() {
-        const failure = yield* Effect.flip(work(singleLineHtml("a@burnbox.test").raw))
-        return [failure, yield* work(ordinary)] as const
+        const outOfMemory = yield* Effect.flip(work(singleLineHtml("a@burnbox.test").raw))
+        return [outOfMemory, yield* work(ordinary)] as const
       }),
       { heapMb: 64, timeoutMs: 60_000 }
     )
@@ -137,20 +176,28 @@ describe("MailWorkers", () => {
     expect(next.ok).toBe(true)
   })
 
-  it("lets the next tasks run beside one that has run long, on a spare thread", async () => {
-    const ordinaryMs = await withWorkers(
+  it("lets the next tasks run beside one that has run long, on a spare thread and at a lower priority (Linux)", async () => {
+    const { ordinaryMs, during, after } = await withWorkers(
       Effect.gen(function*() {
         // One lane: the slow one takes it, then steps aside onto the spare after 100 ms.
         const slow = yield* Effect.forkChild(Effect.flip(work(nestedBold("a@burnbox.test").raw)))
         yield* Effect.sleep("50 millis")
         const started = Date.now()
         yield* work(ordinary)
-        const ms = Date.now() - started
+        const tookMs = Date.now() - started
+        yield* Effect.sleep("300 millis")
+        const nicesMeanwhile = mailThreadNices()
         expect(yield* Fiber.join(slow)).toBeInstanceOf(MailTooComplex)
-        return ms
+        // Its replacement starts at the process's priority.
+        yield* Effect.sleep("1 second")
+        return { ordinaryMs: tookMs, during: nicesMeanwhile, after: mailThreadNices() }
       }),
-      { threads: 1, spareThreads: 1, longAfterMs: 100, timeoutMs: 3_000 }
+      { threads: 1, spareThreads: 1, longAfterMs: 100, timeoutMs: 3_000, nice: 10 }
     )
     expect(ordinaryMs).toBeLessThan(1_500)
+    if (existsSync("/proc/thread-self")) {
+      expect(during.toSorted()).toEqual([0, 10])
+      expect(after).toEqual([0, 0])
+    }
   })
 })

@@ -124,14 +124,12 @@ const checkDmarc = (resolver: Resolve, dkim: Extract<DkimOutcome, { ok: true }>,
   return dmarc(options)
 }
 
-const bounded = <A>(evaluate: () => Promise<A>) => Effect.tryPromise(evaluate).pipe(Effect.timeout("5 seconds"), Effect.option)
-
 /**
  * Runs `work` (which reads the message and answers its DKIM outcome, e.g. in a mail worker
  * thread) with SPF beside it, then DMARC: the results mailauth's `authenticate` gives, with
  * ARC and BIMI off, null where a check could not run. A failure of `work` is its caller's; SPF
- * and DMARC are bounded to five seconds each, and any failure of theirs, or a DKIM outcome
- * that could not be read, leaves no results (as a failure of `authenticate` did).
+ * and DMARC are bounded to five seconds once `work` is done, and any failure of theirs, or a DKIM
+ * outcome that could not be read, leaves no results (as a failure of `authenticate` did).
  */
 export const authenticateBeside = <A, E, R>(
   work: Effect.Effect<A, E, R>,
@@ -140,16 +138,28 @@ export const authenticateBeside = <A, E, R>(
 ) =>
   Effect.gen(function*() {
     const resolver = yield* DnsResolver
-    const [done, spfResult] = yield* Effect.all([work, bounded(() => checkSpf(resolver, envelope))], { concurrency: 2 })
+    // SPF needs only the envelope: it starts now, while `work` reads the message. (Settled into
+    // a value, so it never rejects unheard.)
+    const spfOutcome = checkSpf(resolver, envelope).then(
+      (result) => ({ ok: true as const, result }),
+      (error: unknown) => ({ ok: false as const, error })
+    )
+    const done = yield* work
     const dkim = dkimOf(done)
-    if (!dkim.ok || spfResult._tag === "None") return [done, noAuth] as const
-    const dmarcResult = yield* bounded(() => checkDmarc(resolver, dkim, spfResult.value))
-    if (dmarcResult._tag === "None") return [done, noAuth] as const
-    const auth: AuthResults = {
-      spf: spfResult.value ? spfResult.value.status.result : null,
-      dkim: dkim.signatures[0]?.result ?? "none",
-      dmarc: dmarcResult.value ? dmarcResult.value.status.result : null
-    }
+    if (!dkim.ok) return [done, noAuth] as const
+    const auth = yield* Effect.tryPromise(async (): Promise<AuthResults> => {
+      const spfResult = await spfOutcome
+      if (!spfResult.ok) throw spfResult.error
+      const dmarcResult = await checkDmarc(resolver, dkim, spfResult.result)
+      return {
+        spf: spfResult.result ? spfResult.result.status.result : null,
+        dkim: dkim.signatures[0]?.result ?? "none",
+        dmarc: dmarcResult ? dmarcResult.status.result : null
+      }
+    }).pipe(
+      Effect.timeout("5 seconds"),
+      Effect.catchCause(() => Effect.succeed(noAuth))
+    )
     return [done, auth] as const
   })
 

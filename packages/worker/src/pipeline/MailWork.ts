@@ -40,22 +40,33 @@ export const doMailWork = async (task: MailTask, resolve: Resolve): Promise<Mail
 
 // -- the messages between the main thread and a mail worker thread ----------------------------
 
+/** One task as handed to a thread; `seq` numbers the tasks of one thread, in the order handed over. */
+export interface ThreadJob {
+  readonly seq: number
+  readonly task: MailTask
+}
+
 /** What a thread is started with (`workerData`). */
 export interface ThreadOptions {
-  /** The thread's nice value (Linux): above 0 it yields the CPU to the main thread. */
-  readonly nice: number
+  /**
+   * One BigInt64: the thread does not start a task whose `seq` is at most this. The main thread
+   * raises it when it hands the tasks queued behind a slow one to another thread.
+   */
+  readonly withdrawn: SharedArrayBuffer
 }
 
 export type ToThread =
-  | { readonly type: "work"; readonly task: MailTask }
+  /** Tasks to do one after the other, after those handed over before. */
+  | { readonly type: "work"; readonly jobs: ReadonlyArray<ThreadJob> }
   | { readonly type: "dns"; readonly id: number; readonly answer: unknown }
   | { readonly type: "dns"; readonly id: number; readonly error: { readonly message: string; readonly code: string | null } }
 
 export type FromThread =
-  | { readonly type: "ready" }
-  | { readonly type: "done"; readonly result: MailWorkResult }
+  /** Started; `tid` is its kernel thread id (Linux), null elsewhere. */
+  | { readonly type: "ready"; readonly tid: number | null }
+  | { readonly type: "done"; readonly seq: number; readonly result: MailWorkResult }
   /** The work threw: a bug, not the message's fault (the pipeline retries, then gives up). */
-  | { readonly type: "crashed"; readonly message: string }
+  | { readonly type: "crashed"; readonly seq: number; readonly message: string }
   | { readonly type: "dns"; readonly id: number; readonly name: string; readonly rrtype: string }
 
 /**

@@ -1,32 +1,27 @@
 /**
- * The entry of a mail worker thread (MailWorkers.ts starts it): says it is ready, then does one
- * task at a time as the main thread hands them over, answering with the result (attachments'
- * bytes transferred, not copied). DKIM key lookups are asked of the main thread, whose cached
- * resolver answers them. Loaded by Node directly from TypeScript, like every module here.
+ * The entry of a mail worker thread (MailWorkers.ts starts it): says it is ready, then does the
+ * tasks the main thread hands over one at a time, in order, answering each with its result
+ * (attachments' bytes transferred, not copied) as soon as it is done; a task the main thread
+ * has withdrawn meanwhile (handed to another thread) is not started. DKIM key lookups are asked
+ * of the main thread, whose cached resolver answers them. Loaded by Node directly from
+ * TypeScript, like every module here.
  */
 import { readlinkSync } from "node:fs"
-import { setPriority } from "node:os"
 import { parentPort, workerData } from "node:worker_threads"
-import { doMailWork, type FromThread, type ThreadOptions, type ToThread, transferableResult } from "./MailWork.ts"
+import { doMailWork, type FromThread, type ThreadJob, type ThreadOptions, type ToThread, transferableResult } from "./MailWork.ts"
 
 const port = parentPort
 if (port === null) throw new Error("MailWorkThread.ts runs as a worker thread (new Worker), not as a program")
 
-/**
- * On Linux each thread has its own nice value: with a higher one this thread gives the CPU to
- * the main thread (HTTP, SMTP) whenever both want it, on a machine whose cores are all busy.
- * Elsewhere (no /proc/thread-self) it keeps the process's priority.
- */
-const lowerPriority = (nice: number) => {
-  if (nice <= 0) return
+/** This thread's id in the kernel (Linux), by which the main thread can change its priority alone. */
+const threadId = (): number | null => {
   try {
     const tid = Number(readlinkSync("/proc/thread-self").split("/").pop())
-    if (Number.isInteger(tid) && tid > 0) setPriority(tid, nice)
+    return Number.isInteger(tid) && tid > 0 ? tid : null
   } catch {
-    // not Linux, or not allowed
+    return null
   }
 }
-lowerPriority((workerData as ThreadOptions).nice)
 
 const post = (message: FromThread, transfer: ReadonlyArray<ArrayBuffer> = []) => port.postMessage(message, [...transfer])
 
@@ -39,6 +34,26 @@ const resolve = (name: string, rrtype: string) =>
     post({ type: "dns", id, name, rrtype })
   })
 
+const withdrawn = new BigInt64Array((workerData as ThreadOptions).withdrawn)
+const queue: Array<ThreadJob> = []
+let working = false
+
+/** Does the queued tasks one after the other, until none is left. */
+const work = async () => {
+  if (working) return
+  working = true
+  for (let job = queue.shift(); job !== undefined; job = queue.shift()) {
+    if (BigInt(job.seq) <= Atomics.load(withdrawn, 0)) continue
+    try {
+      const { result, transfer } = transferableResult(await doMailWork(job.task, resolve))
+      post({ type: "done", seq: job.seq, result }, transfer)
+    } catch (error) {
+      post({ type: "crashed", seq: job.seq, message: error instanceof Error ? error.stack ?? error.message : String(error) })
+    }
+  }
+  working = false
+}
+
 port.on("message", (message: ToThread) => {
   if (message.type === "dns") {
     const lookup = lookups.get(message.id)
@@ -49,13 +64,8 @@ port.on("message", (message: ToThread) => {
     else lookup.resolve(message.answer)
     return
   }
-  doMailWork(message.task, resolve).then(
-    (result) => {
-      const { result: plain, transfer } = transferableResult(result)
-      post({ type: "done", result: plain }, transfer)
-    },
-    (error: unknown) => post({ type: "crashed", message: error instanceof Error ? error.stack ?? error.message : String(error) })
-  )
+  queue.push(...message.jobs)
+  void work()
 })
 
-post({ type: "ready" })
+post({ type: "ready", tid: threadId() })

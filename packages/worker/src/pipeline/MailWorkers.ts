@@ -3,60 +3,71 @@
  * verifier's reading) in a pool of worker threads, so no message, however built, holds the event
  * loop that answers HTTP and SMTP (issue #15: one 900 KB mail of nested `<b>` held it for 56 s).
  *
- * - **Sized to the cores**: `threads` tasks run at once. A task that has run `longAfterMs`
- *   (far longer than ordinary mail takes) steps aside onto one of `spareThreads` extra threads,
- *   when one is free, so a few slow messages do not hold up the ordinary ones behind them.
+ * - **Sized to the cores**: `threads` threads (one per core but the main thread's) work at once,
+ *   each on one message at a time. A message that has worked `longAfterMs` (far longer than
+ *   ordinary mail takes) gives its place to the next and goes on on one of `spareThreads` extra
+ *   places, when one is free, so a few slow messages do not hold up the ordinary ones behind them.
  * - **An allowance per message**: `timeoutMs` of wall time in its thread (from the moment the
- *   thread has it, not counting the wait for a thread) and a heap of `heapMb` per thread
- *   (`resourceLimits`). Past either the thread is ended and replaced, and the task fails with
- *   `MailTooComplex` ("took longer than 5 s", "out of memory"): the pipeline marks the message
- *   failed with that reason, its raw bytes kept.
- * - **Second to the main thread**: on Linux the threads run at a higher nice value, so on a
- *   machine whose cores are all busy the main thread (HTTP, SMTP) gets the CPU first.
- * - **Plain data across**: the raw bytes are transferred into the thread (copied once first
- *   only when they share their buffer), results come back as plain objects with the
- *   attachments' bytes transferred back; the DKIM verifier's key lookups are answered here from
- *   the `DnsResolver`.
+ *   thread starts it, not counting the wait before) and a heap of `heapMb` per thread
+ *   (`resourceLimits`). Past either the thread is ended and replaced, and the message fails with
+ *   `MailTooComplex` ("took longer than 5 s", "out of memory"): the pipeline marks it failed with
+ *   that reason, its raw bytes kept.
+ * - **Slow work yields**: on Linux a thread whose message runs long gets a higher nice value, so
+ *   on a machine whose cores are all busy the main thread (HTTP, SMTP) and ordinary mail get the
+ *   CPU first; ordinary mail itself runs at the process's priority.
+ * - **Cheap for ordinary mail**: each hand-over wakes a thread, and waking threads is most of
+ *   what a thread hop costs (bench:pipeline). So when small messages are waiting, a thread is
+ *   handed several at once and answers each as soon as it is done; messages queued behind one
+ *   that turns out slow are withdrawn (a shared counter tells the thread not to start them) and
+ *   handed to another thread at once.
+ * - **Plain data across**: the raw bytes are transferred into the thread (a small message's
+ *   are copied first, and the copy kept to hand it over again), results come back as plain
+ *   objects with the attachments' bytes transferred; the DKIM verifier's key lookups are answered
+ *   here from the `DnsResolver`.
  *
  * All `threads + spareThreads` threads are started with the layer (ready before it is built),
- * kept started (a thread ended for its allowance is replaced at once, in the background), and
+ * kept started (a thread ended for an allowance is replaced at once, in the background), and
  * ended when the layer's scope closes. Configured by BURNBOX_MAIL_WORK_TIMEOUT (a duration,
  * "5 seconds"), BURNBOX_MAIL_WORK_HEAP_MB, BURNBOX_MAIL_WORK_THREADS,
  * BURNBOX_MAIL_WORK_SPARE_THREADS and BURNBOX_MAIL_WORK_NICE.
  */
-import { availableParallelism } from "node:os"
+import { availableParallelism, setPriority } from "node:os"
 import { Worker } from "node:worker_threads"
-import { Config, Context, Deferred, Duration, Effect, Exit, Layer, Option, Schema, Semaphore } from "effect"
+import { Config, Context, Duration, Effect, Layer, Schema } from "effect"
 import { DnsResolver } from "./MailAuth.ts"
-import { type FromThread, type MailTask, type MailWorkResult, ownedBytes, type ThreadOptions, type ToThread } from "./MailWork.ts"
+import { type FromThread, type MailTask, type MailWorkResult, ownedBytes, type ThreadJob, type ThreadOptions, type ToThread } from "./MailWork.ts"
 
 export interface MailWorkLimits {
-  /** Tasks that run at once (one thread each): the cores. */
+  /** Threads that work at once on ordinary mail: the cores but one (the main thread's), at least one. */
   readonly threads: number
-  /** Extra threads for tasks that have run longer than `longAfterMs`, so they do not hold a core's place. */
+  /** Extra places for messages that have run longer than `longAfterMs`, so they do not hold a core's place. */
   readonly spareThreads: number
   /** Wall time one message may take in its thread. */
   readonly timeoutMs: number
   /** V8 old-generation heap of one thread, MiB. */
   readonly heapMb: number
-  /** After this long a task gives its place to the next one, onto a spare thread if one is free. */
+  /** After this long a message gives its place to the next one, onto a spare place if one is free. */
   readonly longAfterMs: number
   /**
-   * The threads' nice value (Linux: per thread; 0 keeps the process's): on a machine whose cores
-   * are all busy the main thread, which answers HTTP and SMTP, gets the CPU first.
+   * The nice value (Linux, per thread) of a thread while its message runs long: on a machine
+   * whose cores are all busy, the main thread (HTTP, SMTP) and ordinary mail get the CPU first.
+   * 0 leaves every thread at the process's priority.
    */
   readonly nice: number
 }
 
 /**
- * 5 s is ~1000 times what ordinary mail takes in a thread (a few ms) and several times a 15 MB
- * message with attachments. 256 MiB of heap holds the largest accepted message several times
- * over (bench:bigmail: ~100 MiB for one 15 MB message in all); every hostile message of the tests
- * that needs more also needs far more than 5 s. With every thread full the heaps are bounded by
- * (threads + spareThreads) x heapMb.
+ * One thread per core but the main thread's: it serves HTTP and SMTP and drives the pipeline,
+ * and PostgreSQL wants its share; on 2 cores a second mail thread made ordinary mail slower, not
+ * faster (bench:pipeline), since ordinary mail takes well under 1 ms in a thread and a slow
+ * message steps aside to a spare. 5 s is ~1000 times what ordinary mail takes and several times a
+ * 15 MB message with attachments. 256 MiB of heap holds the largest accepted message several
+ * times over (bench:bigmail: ~100 MiB for one 15 MB message in all); every hostile message of the
+ * tests that needs more also needs far more than 5 s. With every thread full the heaps are
+ * bounded by (threads + spareThreads) x heapMb.
  */
 export const defaultMailWorkLimits = (): MailWorkLimits => ({
-  threads: Math.max(2, availableParallelism()),
+  threads: Math.max(1, availableParallelism() - 1),
   spareThreads: 2,
   timeoutMs: 5_000,
   heapMb: 256,
@@ -71,175 +82,334 @@ export class MailTooComplex extends Schema.TaggedError<MailTooComplex>()("MailTo
 
 const entry = new URL("./MailWorkThread.ts", import.meta.url)
 
+/** Messages this small may be handed over several at once (a copy of each is kept meanwhile). */
+const SmallBytes = 256 * 1024
+/** At most this many messages in one hand-over. */
+const MaxBatch = 8
+
 const durationText = (ms: number) => (ms % 1000 === 0 ? `${ms / 1000} s` : `${ms} ms`)
+
+type Outcome = Effect.Effect<MailWorkResult, MailTooComplex>
+
+interface Job {
+  /** A small message's bytes stay the caller's: the thread gets a copy. */
+  readonly task: MailTask
+  readonly small: boolean
+  readonly resume: (outcome: Outcome) => void
+  settled: boolean
+  /** Its number on the thread that has it. */
+  seq: number
+}
 
 interface Thread {
   readonly worker: Worker
-  /** The answer of the task it works on, settled by the thread's reply or by its end. */
-  answer: Deferred.Deferred<MailWorkResult, MailTooComplex> | undefined
-  /** It replied to its last task (with a result or an error): it can take another. */
-  replied: boolean
-  ended: boolean
+  /** Shared with the thread: it does not start a job whose seq is at most this. */
+  readonly withdrawn: BigInt64Array
+  /** Its kernel thread id (Linux), to change its priority alone; null elsewhere. */
+  tid: number | null
+  /** Running at `nice` for a long message. */
+  lowered: boolean
+  ready: boolean
+  /** Ended, or being ended: it takes nothing more. */
+  retired: boolean
+  lastSeq: number
+  /** Handed over and not answered, in order: the first is the one it works on. */
+  readonly jobs: Array<Job>
+  /** The place it holds while it has jobs. */
+  place: "lane" | "spare" | null
+  longTimer: ReturnType<typeof setTimeout> | undefined
+  deadline: ReturnType<typeof setTimeout> | undefined
 }
 
 const make = (limits: MailWorkLimits) =>
   Effect.gen(function*() {
     const resolve = yield* DnsResolver
-    const scope = yield* Effect.scope
-    const live = new Set<Thread>()
+    // Every thread the pool may use is kept started, so a message waits for a thread to start
+    // (~150 ms, longer on a busy machine) only while one is being replaced.
+    const size = limits.threads + limits.spareThreads
+    const threads = new Set<Thread>()
     const idle: Array<Thread> = []
-    /** Set when the layer's scope closes: no thread is started any more. */
+    const waiting: Array<Job> = []
+    let freeLanes = limits.threads
+    let freeSpares = limits.spareThreads
     let closing = false
 
-    /** Starts a thread and waits until it has loaded its modules. */
-    const spawn = Effect.callback<Thread>((resume) => {
-      const options: ThreadOptions = { nice: limits.nice }
-      const worker = new Worker(entry, { name: "burnbox-mail", workerData: options, resourceLimits: { maxOldGenerationSizeMb: limits.heapMb } })
-      const thread: Thread = { worker, answer: undefined, replied: false, ended: false }
-      live.add(thread)
-      let ready = false
-      let error: (Error & { code?: unknown }) | undefined
-      const settle = (outcome: Effect.Effect<MailWorkResult, MailTooComplex>) => {
-        const answer = thread.answer
-        thread.answer = undefined
-        if (answer !== undefined) Deferred.doneUnsafe(answer, outcome)
-      }
-      worker.on("message", (message: FromThread) => {
-        switch (message.type) {
-          case "ready":
-            ready = true
-            return resume(Effect.succeed(thread))
-          case "done":
-            thread.replied = true
-            return settle(Effect.succeed(message.result))
-          case "crashed":
-            thread.replied = true
-            return settle(Effect.die(new Error(`mail worker thread: ${message.message}`)))
-          case "dns": {
-            const reply = (answer: ToThread) => {
-              if (!thread.ended) worker.postMessage(answer, [])
-            }
-            resolve(message.name, message.rrtype).then(
-              (answer) => reply({ type: "dns", id: message.id, answer }),
-              (failure: unknown) => {
-                const code = (failure as { code?: unknown }).code
-                reply({
-                  type: "dns",
-                  id: message.id,
-                  error: { message: failure instanceof Error ? failure.message : String(failure), code: typeof code === "string" ? code : null }
-                })
-              }
-            )
-          }
-        }
-      })
-      worker.on("error", (cause: Error) => {
-        error = cause
-      })
-      worker.on("exit", () => {
-        thread.ended = true
-        thread.replied = false
-        live.delete(thread)
-        if (!ready) return resume(Effect.die(new Error(`mail worker thread did not start: ${error?.message ?? "it exited"}`)))
-        settle(
-          error?.code === "ERR_WORKER_OUT_OF_MEMORY"
-            ? Effect.fail(new MailTooComplex({ reason: "out of memory" }))
-            : Effect.die(new Error(`mail worker thread ended: ${error?.message ?? "it exited"}`))
-        )
-      })
-      return Effect.promise(() => worker.terminate())
-    })
-
-    const end = (thread: Thread) =>
-      thread.ended ? Effect.void : Effect.promise(() => thread.worker.terminate()).pipe(Effect.andThen(Effect.sync(() => live.delete(thread))), Effect.asVoid)
-
-    // Every thread the pool may use is kept started, so no task waits for a thread to start
-    // (~150 ms, longer on a busy machine) unless one is being replaced right then.
-    const size = limits.threads + limits.spareThreads
-
-    /** Back to the idle threads; ended if one too many was started while another was being replaced. */
-    const giveBack = (thread: Thread) => {
-      if (thread.ended) return Effect.void
-      if (live.size > size) return end(thread)
-      idle.push(thread)
-      return Effect.void
+    const settle = (job: Job, outcome: Outcome) => {
+      if (job.settled) return
+      job.settled = true
+      job.resume(outcome)
     }
 
-    /** Ends a thread that went past its allowance (or died of it), and starts its replacement in the background. */
-    const replace = (thread: Thread) =>
-      end(thread).pipe(
-        Effect.andThen(Effect.suspend(() =>
-          closing || live.size >= size ? Effect.void : Effect.forkIn(spawn.pipe(Effect.flatMap(giveBack)), scope)
-        )),
-        Effect.asVoid
-      )
+    /** Sets a thread's nice value; false when that is not possible (not Linux, or not allowed). */
+    const renice = (thread: Thread, nice: number) => {
+      if (thread.tid === null || thread.retired) return false
+      try {
+        setPriority(thread.tid, nice)
+        return true
+      } catch {
+        return false
+      }
+    }
 
-    /** An idle thread (one that died while idle is dropped), else a new one. */
-    const acquire = Effect.suspend(() => {
-      for (let thread = idle.pop(); thread !== undefined; thread = idle.pop()) if (!thread.ended) return Effect.succeed(thread)
-      return spawn
-    })
+    const clearTimers = (thread: Thread) => {
+      clearTimeout(thread.longTimer)
+      clearTimeout(thread.deadline)
+      thread.longTimer = undefined
+      thread.deadline = undefined
+    }
 
-    const lanes = yield* Semaphore.make(limits.threads)
-    const spares = yield* Semaphore.make(limits.spareThreads)
+    const givePlaceBack = (thread: Thread) => {
+      if (thread.place === "lane") freeLanes++
+      else if (thread.place === "spare") freeSpares++
+      thread.place = null
+    }
 
-    const process = Effect.fn("MailWorkers.process")(function*(task: MailTask) {
-      // The place this task holds: a lane (one per core) or, once it has run long, a spare.
-      let place: "lane" | "spare" = "lane"
-      const release = Effect.suspend(() => (place === "lane" ? lanes.release(1) : spares.release(1)))
-      const body = Effect.gen(function*() {
-        const thread = yield* acquire
-        const answer = Deferred.makeUnsafe<MailWorkResult, MailTooComplex>()
-        const handOver = Effect.sync(() => {
-          thread.answer = answer
-          thread.replied = false
-          const raw = ownedBytes(task.raw)
-          const message: ToThread = { type: "work", task: { ...task, raw } }
-          thread.worker.postMessage(message, [raw.buffer])
-        })
-        const work = Effect.gen(function*() {
-          yield* handOver
-          const soon = yield* Deferred.await(answer).pipe(Effect.timeoutOption(limits.longAfterMs))
-          if (Option.isSome(soon)) return soon.value
-          // Running long: let the next task have this place, if a spare thread can take this one.
-          if (yield* spares.takeIfAvailable(1)) {
-            yield* lanes.release(1)
-            place = "spare"
+    /** Starts a thread; it joins the idle ones when ready. Answers once it is ready (or why it is not). */
+    const start = () =>
+      new Promise<void>((ready, failed) => {
+        const withdrawn = new BigInt64Array(new SharedArrayBuffer(BigInt64Array.BYTES_PER_ELEMENT))
+        const options: ThreadOptions = { withdrawn: withdrawn.buffer as SharedArrayBuffer }
+        const worker = new Worker(entry, { name: "burnbox-mail", workerData: options, resourceLimits: { maxOldGenerationSizeMb: limits.heapMb } })
+        const thread: Thread = {
+          worker,
+          withdrawn,
+          tid: null,
+          lowered: false,
+          ready: false,
+          retired: false,
+          lastSeq: 0,
+          jobs: [],
+          place: null,
+          longTimer: undefined,
+          deadline: undefined
+        }
+        threads.add(thread)
+        let error: (Error & { code?: unknown }) | undefined
+        worker.on("message", (message: FromThread) => {
+          switch (message.type) {
+            case "ready":
+              thread.ready = true
+              thread.tid = message.tid
+              ready()
+              return idleAgain(thread)
+            case "done":
+              return answered(thread, message.seq, Effect.succeed(message.result))
+            case "crashed":
+              return answered(thread, message.seq, Effect.die(new Error(`mail worker thread: ${message.message}`)))
+            case "dns":
+              return lookUp(thread, message.id, message.name, message.rrtype)
           }
-          const late = yield* Deferred.await(answer).pipe(Effect.timeoutOption(limits.timeoutMs - limits.longAfterMs))
-          if (Option.isSome(late)) return late.value
-          return yield* new MailTooComplex({ reason: `took longer than ${durationText(limits.timeoutMs)}` })
         })
-        return yield* work.pipe(
-          Effect.onExit((exit) =>
-            // A thread that answered is ready for more; one that went past its allowance (or was
-            // interrupted mid-task) cannot be stopped otherwise than by ending it.
-            Exit.isSuccess(exit) || (thread.replied && !thread.ended) ? giveBack(thread) : replace(thread)
+        worker.on("error", (cause: Error) => {
+          error = cause
+        })
+        worker.on("exit", () => {
+          threads.delete(thread)
+          if (!thread.ready) {
+            failed(new Error(`mail worker thread did not start: ${error?.message ?? "it exited"}`))
+            return
+          }
+          retire(
+            thread,
+            error?.code === "ERR_WORKER_OUT_OF_MEMORY"
+              ? Effect.fail(new MailTooComplex({ reason: "out of memory" }))
+              : Effect.die(new Error(`mail worker thread ended: ${error?.message ?? "it exited"}`))
           )
-        )
+        })
       })
-      // As Semaphore.withPermits takes and gives back, but the place given back may have changed.
-      return yield* Effect.uninterruptibleMask((restore) =>
-        restore(lanes.take(1)).pipe(Effect.andThen(restore(body).pipe(Effect.ensuring(release))))
+
+    /** A replacement, in the background; if it cannot start, what waits fails rather than waiting for ever. */
+    const replace = () => {
+      if (closing || threads.size >= size) return
+      start().catch((error: unknown) => {
+        if (threads.size > 0) return
+        for (const job of waiting.splice(0)) settle(job, Effect.die(error))
+      })
+    }
+
+    const lookUp = (thread: Thread, id: number, name: string, rrtype: string) => {
+      const reply = (answer: ToThread) => {
+        if (!thread.retired) thread.worker.postMessage(answer, [])
+      }
+      resolve(name, rrtype).then(
+        (answer) => reply({ type: "dns", id, answer }),
+        (failure: unknown) => {
+          const code = (failure as { code?: unknown }).code
+          reply({
+            type: "dns",
+            id,
+            error: { message: failure instanceof Error ? failure.message : String(failure), code: typeof code === "string" ? code : null }
+          })
+        }
       )
+    }
+
+    /** A thread with nothing to do: back among the idle ones (at the process's priority), and the next messages handed over. */
+    const idleAgain = (thread: Thread) => {
+      givePlaceBack(thread)
+      // A process may not be allowed to raise a thread's priority again (CAP_SYS_NICE): then the
+      // thread is replaced instead.
+      if (thread.lowered && !renice(thread, 0)) end(thread)
+      else {
+        thread.lowered = false
+        idle.push(thread)
+      }
+      pump()
+    }
+
+    /** The thread works on its first job from now: its allowance starts. */
+    const startFirst = (thread: Thread) => {
+      clearTimers(thread)
+      const job = thread.jobs[0]
+      if (job === undefined) return
+      thread.longTimer = setTimeout(() => runningLong(thread, job), limits.longAfterMs)
+      thread.deadline = setTimeout(
+        () => retire(thread, Effect.fail(new MailTooComplex({ reason: `took longer than ${durationText(limits.timeoutMs)}` }))),
+        limits.timeoutMs
+      )
+    }
+
+    const answered = (thread: Thread, seq: number, outcome: Outcome) => {
+      const job = thread.jobs[0]
+      if (job === undefined || job.seq !== seq) return
+      thread.jobs.shift()
+      settle(job, outcome)
+      if (thread.jobs.length > 0) return startFirst(thread)
+      clearTimers(thread)
+      idleAgain(thread)
+    }
+
+    /**
+     * Its first job has run long: the jobs queued behind it go to other threads, it moves to a
+     * spare place if one is free (its lane goes to the next message), and it yields the CPU.
+     */
+    const runningLong = (thread: Thread, job: Job) => {
+      thread.longTimer = undefined
+      if (thread.jobs[0] !== job) return
+      const behind = thread.jobs.splice(1)
+      if (behind.length > 0) {
+        Atomics.store(thread.withdrawn, 0, BigInt(behind.at(-1)!.seq))
+        waiting.unshift(...behind)
+      }
+      if (thread.place === "lane" && freeSpares > 0) {
+        freeSpares--
+        freeLanes++
+        thread.place = "spare"
+      }
+      if (limits.nice > 0 && renice(thread, limits.nice)) thread.lowered = true
+      pump()
+    }
+
+    /** Ends a thread and starts its replacement. */
+    const end = (thread: Thread) => {
+      thread.retired = true
+      clearTimers(thread)
+      const index = idle.indexOf(thread)
+      if (index >= 0) idle.splice(index, 1)
+      threads.delete(thread)
+      void thread.worker.terminate()
+      replace()
+    }
+
+    /** Ends a thread (past an allowance, dead, or interrupted): its first job gets `first`, the others go to other threads. */
+    const retire = (thread: Thread, first: Outcome) => {
+      if (thread.retired && thread.jobs.length === 0) return
+      const [job, ...behind] = thread.jobs.splice(0)
+      if (job !== undefined) settle(job, first)
+      waiting.unshift(...behind)
+      givePlaceBack(thread)
+      end(thread)
+      pump()
+    }
+
+    /** Hands waiting messages to idle threads while there are lanes free. */
+    const pump = () => {
+      while (waiting.length > 0 && freeLanes > 0) {
+        const thread = idle.pop()
+        if (thread === undefined) return replace()
+        if (thread.retired) continue
+        freeLanes--
+        thread.place = "lane"
+        const first = waiting.shift()!
+        const batch = [first]
+        if (first.small) {
+          // Shared out among the free lanes, so every free thread gets some.
+          const share = Math.min(MaxBatch, Math.ceil((waiting.length + 1) / (freeLanes + 1)))
+          while (batch.length < share && waiting[0]?.small === true) batch.push(waiting.shift()!)
+        }
+        handOver(thread, batch)
+      }
+    }
+
+    const handOver = (thread: Thread, batch: ReadonlyArray<Job>) => {
+      const transfer: Array<ArrayBuffer> = []
+      const jobs = batch.map((job): ThreadJob => {
+        job.seq = ++thread.lastSeq
+        // A small message is copied (its bytes stay here, to hand it over again if it must
+        // wait behind a slow one); a large one goes alone and is handed over.
+        const raw = job.small ? new Uint8Array(job.task.raw) : ownedBytes(job.task.raw)
+        transfer.push(raw.buffer)
+        return { seq: job.seq, task: { ...job.task, raw } }
+      })
+      thread.jobs.push(...batch)
+      const message: ToThread = { type: "work", jobs }
+      thread.worker.postMessage(message, transfer)
+      startFirst(thread)
+    }
+
+    /** A fiber stopped waiting for its job: forget it, or end the thread that works on it. */
+    const withdraw = (job: Job) => {
+      if (job.settled) return
+      job.settled = true
+      const index = waiting.indexOf(job)
+      if (index >= 0) return void waiting.splice(index, 1)
+      for (const thread of threads) {
+        // A job queued behind another is left to run; its answer is dropped.
+        if (thread.jobs[0] === job) return retire(thread, Effect.interrupt)
+      }
+    }
+
+    // New messages are handed over at the end of this turn of the event loop, together: the
+    // messages of one claim arrive in one turn, and one hand-over (one wake-up) can take them all.
+    let pumpSoon: ReturnType<typeof setImmediate> | undefined
+    const pumpAtTurnEnd = () => {
+      pumpSoon ??= setImmediate(() => {
+        pumpSoon = undefined
+        pump()
+      })
+    }
+
+    const processTask = Effect.fn("MailWorkers.process")(function*(task: MailTask) {
+      return yield* Effect.callback<MailWorkResult, MailTooComplex>((resume) => {
+        const job: Job = { task, small: task.raw.byteLength <= SmallBytes, resume, settled: false, seq: 0 }
+        waiting.push(job)
+        pumpAtTurnEnd()
+        return Effect.sync(() => withdraw(job))
+      })
     })
 
-    // Ready before the layer is: the first message does not wait for a thread to start.
     yield* Effect.addFinalizer(() =>
-      Effect.suspend(() => {
+      Effect.promise(() => {
         closing = true
-        return Effect.forEach([...live], end, { concurrency: "unbounded", discard: true })
+        clearImmediate(pumpSoon)
+        for (const job of waiting.splice(0)) settle(job, Effect.interrupt)
+        return Promise.all([...threads].map((thread) => {
+          clearTimers(thread)
+          thread.retired = true
+          return thread.worker.terminate()
+        }))
       })
     )
-    idle.push(...yield* Effect.all(Array.from({ length: size }, () => spawn), { concurrency: "unbounded" }))
+    // Ready before the layer is: the first message does not wait for a thread to start.
+    yield* Effect.tryPromise(() => Promise.all(Array.from({ length: size }, start))).pipe(Effect.orDie)
 
-    return MailWorkers.of({ process, limits })
+    return MailWorkers.of({ process: processTask, limits })
   })
 
 export class MailWorkers extends Context.Service<MailWorkers, {
   /**
-   * Parses, analyzes and DKIM-reads one message in a worker thread, within the allowance. The
-   * raw bytes are handed over: `task.raw` may be empty (transferred) afterwards.
+   * Parses, analyzes and DKIM-reads one message in a worker thread, within the allowance. A large
+   * message's raw bytes are handed over: `task.raw` may be empty (transferred) afterwards.
    */
   readonly process: (task: MailTask) => Effect.Effect<MailWorkResult, MailTooComplex>
   readonly limits: MailWorkLimits
