@@ -100,6 +100,8 @@ const text = (value: string | null) => (value === null ? null : pgText(value))
 export class MailQueue extends Context.Service<MailQueue, {
   /** Claims up to ClaimBatchSize stub messages (and claims past ClaimTimeoutMs), oldest first. */
   readonly claim: Effect.Effect<ReadonlyArray<ClaimedMessage>>
+  /** The same, up to `limit` (at least one) messages. */
+  readonly claimUpTo: (limit: number) => Effect.Effect<ReadonlyArray<ClaimedMessage>>
   /** The raw bytes of a message too large to come with its claim. */
   readonly readRaw: (id: number) => Effect.Effect<Uint8Array | undefined>
   /** Marks a message failed with a reason; its raw bytes stay. */
@@ -129,9 +131,9 @@ export class MailQueue extends Context.Service<MailQueue, {
     const worker = named[0] !== undefined && named[0].name.startsWith("burnbox/") ? named[0].name : null
 
     const claimRows = SqlSchema.findAll({
-      Request: Schema.Date,
+      Request: Schema.Struct({ at: Schema.Date, limit: Schema.Int }),
       Result: ClaimedRow,
-      execute: (at) => sql`
+      execute: ({ at, limit }) => sql`
         WITH claimed AS (
           UPDATE messages SET processing_status = 'processing', processing_started_at = ${at},
                  processing_attempts = processing_attempts + 1, processing_worker = ${worker}
@@ -139,7 +141,7 @@ export class MailQueue extends Context.Service<MailQueue, {
             SELECT id FROM messages
             WHERE processing_status = 'stub'
                OR (processing_status = 'processing' AND processing_started_at < ${new Date(at.getTime() - ClaimTimeoutMs)})
-            ORDER BY id LIMIT ${ClaimBatchSize} FOR UPDATE SKIP LOCKED)
+            ORDER BY id LIMIT ${limit} FOR UPDATE SKIP LOCKED)
           RETURNING id, processing_attempts, account_id, alias_id, source, received_at, size_bytes,
                     client_address, client_helo, envelope_from)
         SELECT c.id, c.processing_attempts, c.account_id, c.alias_id, al.local_part, d.name AS domain, al.label,
@@ -150,7 +152,12 @@ export class MailQueue extends Context.Service<MailQueue, {
         ${inlineRaw.join}
         ORDER BY c.id`
     })
-    const claim = Effect.flatMap(now, claimRows).pipe(Effect.map((rows) => rows.map(toClaimed)), Effect.orDie)
+    const claimUpTo = (limit: number) =>
+      Effect.flatMap(now, (at) => claimRows({ at, limit: Math.max(1, Math.floor(limit)) })).pipe(
+        Effect.map((rows) => rows.map(toClaimed)),
+        Effect.orDie
+      )
+    const claim = claimUpTo(ClaimBatchSize)
 
     const readRaw = (id: number) => blobs.readRaw(id).pipe(Effect.map(Option.getOrUndefined))
 
@@ -282,7 +289,7 @@ export class MailQueue extends Context.Service<MailQueue, {
 
     const wakeups = pg.listen(PipelineChannel).pipe(Effect.orDie)
 
-    return MailQueue.of({ claim, readRaw, fail, store, takeOver, wakeups })
+    return MailQueue.of({ claim, claimUpTo, readRaw, fail, store, takeOver, wakeups })
   }))
 
   /** With its own BlobStore and SearchIndex. */
