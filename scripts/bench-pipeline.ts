@@ -38,11 +38,24 @@
  * 6. prints p50/p95/p99/max, the offered and achieved rates, the pipeline's drain rate, and the
  *    goals.
  *
+ * 7. with PIPELINE_HOSTILE_PER_SECOND > 0 (`bench:hostile`: 1 per second in 200 msg/s), sends
+ *    that many hostile messages per second (testkit's HostileMail: deep nesting, huge attribute
+ *    lists, thousands of parts, a 14 MB line, ...; each on a connection of its own, cycling through
+ *    the kinds) to the same alias during each measured phase; the table then holds the ordinary
+ *    mail alone, and each hostile message's outcome (processed / failed and why, how long) is
+ *    listed; issue #15's goal: ordinary mail's p99 under 250 ms;
+ * 8. probes the service's responsiveness during each measured phase: GET /api/v1/me one after
+ *    the other every 50 ms, and an SMTP connection's greeting (connect -> 220) every 200 ms
+ *    (issue #15: no message holds the API or SMTP for more than 50 ms).
+ *
  * Environment: PIPELINE_RATE (500), PIPELINE_SECONDS (10), PIPELINE_LOW_RATE (5; 0 skips),
  * PIPELINE_WARMUP_SECONDS (2), PIPELINE_CONNECTIONS (50), PIPELINE_ACCOUNTS (0), PIPELINE_API_EVERY
- * (25), PIPELINE_DRAIN_SECONDS (120), BENCH_LOG_DIR, BENCH_BURNBOX_ROOT.
+ * (25), PIPELINE_DRAIN_SECONDS (120), PIPELINE_HOSTILE_PER_SECOND (0), BENCH_LOG_DIR, BENCH_BURNBOX_ROOT.
  */
 import { promises as dns } from "node:dns"
+import { connect } from "node:net"
+import { hostileMails } from "@burnbox/testkit/HostileMail"
+import { dotStuff, SmtpClient } from "@burnbox/testkit/SmtpClient"
 import { availableParallelism, cpus } from "node:os"
 import { Burnbox, sampleWaits, serviceSource, Session, waitsByStatementText, waitsText } from "./lib/burnbox.ts"
 import { cpuShare, cpuSnapshot, distribution, type Distribution, envInt, epochMs, fmt, loadAverage, serverCpuCell, sleep, table } from "./lib/common.ts"
@@ -56,6 +69,11 @@ const connections = envInt("PIPELINE_CONNECTIONS", 50, 1)
 const extraAccounts = envInt("PIPELINE_ACCOUNTS", 0, 0)
 const apiEvery = envInt("PIPELINE_API_EVERY", 25, 1)
 const drainTimeoutMs = envInt("PIPELINE_DRAIN_SECONDS", 120, 1) * 1000
+const hostilePerSecond = envInt("PIPELINE_HOSTILE_PER_SECOND", 0, 0)
+/** Ordinary mail's p99 with hostile mail mixed in (issue #15). */
+const goalMixedP99 = 250
+/** Longest pause of the API or SMTP greeting any message may cause (issue #15). */
+const goalPauseMs = 50
 /** At most this many messages polled over the API at once (a sample is skipped while they are busy). */
 const maxPolls = 4
 const size = 5_150
@@ -95,6 +113,9 @@ interface Phase {
   readonly drainRate: number
   readonly drainCpu: string
   readonly cpuPerMessage: number
+  readonly me: Distribution
+  readonly greeting: Distribution
+  readonly hostile: ReadonlyArray<string>
 }
 
 const ms = (n: number) => Number.isFinite(n) ? fmt(n, 1) : `> ${fmt(drainTimeoutMs)}`
@@ -121,6 +142,23 @@ const probeDns = async (count: number, parallel: number) => {
   const d = distribution(times)
   return `${parallel} at a time: p50 ${fmt(d.p50, 1)} ms, p99 ${fmt(d.p99, 1)} ms, max ${fmt(d.max)} ms, ${timeouts}/${count} timed out`
 }
+
+/** Time from connecting to the SMTP listener to its 220 greeting, ms (the connection is then dropped). */
+const greeting = (port: number) =>
+  new Promise<number>((resolve) => {
+    const started = performance.now()
+    const socket = connect({ host: "127.0.0.1", port })
+    const done = () => {
+      socket.destroy()
+      resolve(performance.now() - started)
+    }
+    socket.once("data", done)
+    socket.once("error", done)
+    socket.setTimeout(10_000, done)
+  })
+
+const hostileQueue: Array<{ readonly name: string; readonly stuffed: Buffer }> = []
+let hostileNext = 0
 
 const main = async (): Promise<number> => {
   const burnbox = await Burnbox.create(session, { logName: "bench-pipeline" })
@@ -195,6 +233,34 @@ const main = async (): Promise<number> => {
       }
     })()
     const sampler = measured ? sampleWaits(db) : undefined
+    const probes = { running: measured }
+    const meTimes: Array<number> = []
+    const greetingTimes: Array<number> = []
+    const meLoop = (async () => {
+      while (probes.running) {
+        const started = performance.now()
+        await burnbox.api("GET", "/api/v1/me", token)
+        meTimes.push(performance.now() - started)
+        await sleep(50)
+      }
+    })()
+    const greetingLoop = (async () => {
+      while (probes.running) {
+        greetingTimes.push(await greeting(burnbox.smtpPort))
+        await sleep(200)
+      }
+    })()
+    const hostileSent: Array<Promise<{ name: string; sentAt: number; id: number | null; reply: string }>> = []
+    const hostileTimer = measured && hostilePerSecond > 0 && typeof to === "string"
+      ? setInterval(() => {
+        const mail = hostileQueue[hostileNext++ % hostileQueue.length]!
+        const sentAt = epochMs()
+        hostileSent.push(SmtpClient.sendOne(burnbox.smtpPort, to, mail.stuffed, sender, { stuffed: true }).then(
+          (reply) => ({ name: mail.name, sentAt, id: Number(/stored as (\d+)/.exec(reply.text)?.[1] ?? Number.NaN) || null, reply: `${reply.code}` }),
+          (error: unknown) => ({ name: mail.name, sentAt, id: null, reply: String(error) })
+        ))
+      }, 1000 / hostilePerSecond)
+      : undefined
     const before = cpuSnapshot(burnbox.pid)
     log(`${name}: ${measured ? "measured" : "warm-up"}, ${phaseRate} msg/s for ${secs} s over ${connections} connections`)
     const result = await runSmtpLoad({
@@ -216,6 +282,10 @@ const main = async (): Promise<number> => {
       }
     })
     const cpu = cpuShare(before, cpuSnapshot(burnbox.pid))
+    clearInterval(hostileTimer)
+    probes.running = false
+    await Promise.all([meLoop, greetingLoop])
+    const hostileReplies = await Promise.all(hostileSent)
     burnbox.checkAlive()
     const sampled = sampler === undefined ? undefined : await sampler.stop()
     // The API polls stop 2 s after the load, so they do not load the drain measured next.
@@ -269,6 +339,20 @@ const main = async (): Promise<number> => {
         if (n !== undefined) store.push(n - Number(row.at))
       }
     }
+    const hostileIds = hostileReplies.flatMap((h) => (h.id === null ? [] : [h.id]))
+    const hostileRows = new Map((await db.query<{ id: number; status: string; reason: string | null; done: number | null }>(
+      `SELECT id, processing_status AS status, failure_reason AS reason,
+              extract(epoch FROM coalesce(processed_at, processing_started_at)) * 1000 AS done
+       FROM messages WHERE id = ANY($1::int[])`,
+      [hostileIds]
+    )).rows.map((r) => [Number(r.id), r]))
+    const hostile = hostileReplies.map((h) => {
+      const row = h.id === null ? undefined : hostileRows.get(h.id)
+      if (row === undefined) return `${h.name}: not stored (${h.reply.slice(0, 80)})`
+      const notifiedAt = notified.get(h.id!)
+      const took = notifiedAt === undefined ? "" : `, ${fmt(notifiedAt - h.sentAt)} ms from sending to its NOTIFY`
+      return `${h.name}: ${row.status}${row.reason === null ? "" : ` (${row.reason})`}${took}`
+    })
     const span = (result.endedAt - result.startedAt) / 1000
     return {
       name,
@@ -294,11 +378,18 @@ const main = async (): Promise<number> => {
       drainSeconds,
       drainRate,
       drainCpu: serverCpuCell(drainCpu),
-      cpuPerMessage
+      cpuPerMessage,
+      me: distribution(meTimes),
+      greeting: distribution(greetingTimes),
+      hostile
     }
   }
 
   const dnsLines = [await probeDns(100, 1), await probeDns(200, 4)]
+  if (hostilePerSecond > 0) {
+    for (const mail of hostileMails(`${alias.address.split("@")[0]}+pipeline@${alias.address.split("@")[1]}`)) hostileQueue.push({ name: mail.name, stuffed: dotStuff(mail.raw) })
+    log(`hostile mail: ${hostileQueue.length} kinds, ${hostilePerSecond}/s during each measured phase`)
+  }
   const loadBefore = loadAverage()
   const phases: Array<Phase> = []
   const [local, domain] = alias.address.split("@") as [string, string]
@@ -352,6 +443,16 @@ const main = async (): Promise<number> => {
       ["(for reference: end of DATA -> 250)", ...cellsOf(p.accept)]
     ]))
     if (p.api.count > 0) out.push(`  API sample: ${p.apiCodesOk}/${p.api.count} seen processed showed the message's own code in otpCodes`)
+    out.push(table(["responsiveness during the load, ms", "probes", "p50", "p95", "p99", "max"], [
+      ["GET /api/v1/me, one after the other every 50 ms", ...cellsOf(p.me)],
+      ["SMTP connect -> 220 greeting, every 200 ms", ...cellsOf(p.greeting)]
+    ]))
+    out.push(`  goal: API and SMTP never held more than ${goalPauseMs} ms: /me p99 ${fmt(p.me.p99, 1)} (${p.me.p99 <= goalPauseMs ? "MET" : "NOT MET"}), greeting p99 ${fmt(p.greeting.p99, 1)} (${p.greeting.p99 <= goalPauseMs ? "MET" : "NOT MET"})`)
+    if (p.hostile.length > 0) {
+      out.push(`  hostile mail sent during the phase (${p.hostile.length}), outcome of each:`)
+      for (const line of p.hostile) out.push(`    ${line}`)
+      out.push(`  goal with hostile mail mixed in: ordinary mail's p99 <= ${goalMixedP99} ms: ${p.notify.p99 <= goalMixedP99 ? "MET" : "NOT MET"} (${ms(p.notify.p99)})`)
+    }
     if (p.rate !== rate) continue
     const rateOk = p.achievedRate >= 0.95 * rate
     out.push(`  goal p50 <= ${goalP50} ms: ${p.notify.p50 <= goalP50 ? "MET" : "NOT MET"} (${ms(p.notify.p50)}); goal p99 <= ${goalP99} ms: ${p.notify.p99 <= goalP99 ? "MET" : "NOT MET"} (${ms(p.notify.p99)}); at ${rate} msg/s: ${rateOk ? "yes" : `NO, burnbox accepted only ${fmt(p.achievedRate)} msg/s`}`)

@@ -151,3 +151,32 @@ export const hostileMails = (to: string): ReadonlyArray<HostileMail> => [
   pathologicalBase64(to),
   linksAndDigits(to)
 ]
+
+// -- the worst of what stays on the main thread ---------------------------------------------------
+
+/** `body` as a message of content type `contentType`, padded or cut to stay within `bytes`. */
+const within = (to: string, subject: string, contentType: string, body: string, extraHeaders = "", bytes = 8 * 1024 - 64): HostileMail => {
+  const raw = message(to, subject, contentType, body, extraHeaders)
+  return { name: subject, raw: raw.byteLength <= bytes ? raw : message(to, subject, contentType, body.slice(0, body.length - (raw.byteLength - bytes)), extraHeaders) }
+}
+
+/**
+ * Messages built to cost the most while staying within the worker's InlineLimits (8 KB of plain text, 32 `<`,
+ * 400 lines of at most 1000 bytes, 8 boundary lines), which are worked on the main thread:
+ * bench:hop times them, and the worker's tests check that each is within the limits.
+ */
+export const inlineWorstCases = (to: string): ReadonlyArray<HostileMail> => [
+  within(to, "angle brackets and entities", "text/plain; charset=utf-8", wrapLines(`${"<b>".repeat(24)}${"&amp;&#x41;&lt;".repeat(900)} 123456`)),
+  within(to, "quoted-printable soft breaks", "text/plain; charset=utf-8", Array.from({ length: 385 }, () => `${"=3D=41".repeat(6)}=`).join("\r\n"), "Content-Transfer-Encoding: quoted-printable\r\n"),
+  within(to, "entities on long lines", "text/plain; charset=utf-8", wrapLines(`${"&#x1F600;&amp;&nbsp;".repeat(1_000)}`)),
+  within(to, "digits and links", "text/plain; charset=utf-8", packLines(Array.from({ length: 2_000 }, (_, i) => (i % 2 === 0 ? `http://x${i}.example/verify?t=${i}` : `${100000 + i}`)))),
+  within(to, "a line of digits", "text/plain; charset=utf-8", wrapLines("1234567890 ".repeat(1_400), 998)),
+  within(to, "folded subject of encoded words", "text/plain; charset=utf-8", "x", `X-Folded: ${Array.from({ length: 180 }, () => "=?utf-8?q?=41=42=43?=").join("\r\n ")}\r\n`),
+  within(to, "base64 lines", "text/plain; charset=utf-8", wrapLines(Buffer.alloc(11_000, 0x41).toString("base64"), 76), "Content-Transfer-Encoding: base64\r\n"),
+  within(
+    to,
+    "nested parts",
+    'multipart/mixed; boundary="b0"',
+    [...Array.from({ length: 4 }, (_, i) => `--b${i}\r\nContent-Type: multipart/mixed; boundary="b${i + 1}"\r\n`), "--b4\r\nContent-Type: text/plain\r\n\r\n123456 http://x.example/a"].join("\r\n")
+  )
+]

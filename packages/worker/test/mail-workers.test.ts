@@ -7,8 +7,9 @@
 import { generateKeyPairSync } from "node:crypto"
 import { existsSync, readdirSync, readFileSync } from "node:fs"
 import { analyzeMessage, parseMessage } from "@burnbox/domain/mail/index"
-import { nestedBold, singleLineHtml } from "@burnbox/testkit"
+import { hostileMails, inlineWorstCases, nestedBold, singleLineHtml } from "@burnbox/testkit"
 import { authenticateBeside, authenticateMail, DnsResolver, MailTooComplex, MailWorkers, type MailWorkLimits } from "@burnbox/worker"
+import { InlineLimits, workableInline } from "@burnbox/worker/pipeline/MailWork"
 import { Effect, Fiber, Layer } from "effect"
 import { dkimSign } from "mailauth"
 import { describe, expect, it } from "vitest"
@@ -21,10 +22,16 @@ const records = {
 }
 const envelope = { ip: "192.0.2.10", helo: "mx.signer.test", sender: "news@signer.test" }
 
-/** Runs `effect` with a pool of these limits (and DNS answering from `records`), ended afterwards. */
+/**
+ * Runs `effect` with a pool of these limits (and DNS answering from `records`), ended afterwards.
+ * Every message goes to a thread unless `inline` is set: these tests are about the threads.
+ */
 const withWorkers = <A, E>(effect: Effect.Effect<A, E, MailWorkers | DnsResolver>, limits: Partial<MailWorkLimits> = {}) =>
   Effect.runPromise(
-    effect.pipe(Effect.provide(MailWorkers.layerWith({ threads: 1, spareThreads: 1, ...limits }).pipe(Layer.provideMerge(DnsResolver.fixed(records)))), Effect.scoped)
+    effect.pipe(
+      Effect.provide(MailWorkers.layerWith({ threads: 1, spareThreads: 1, inline: false, ...limits }).pipe(Layer.provideMerge(DnsResolver.fixed(records)))),
+      Effect.scoped
+    )
   )
 
 const work = (raw: Uint8Array, dkim: { sender: string | null } | null = null) =>
@@ -199,5 +206,41 @@ describe("MailWorkers", () => {
       expect(during.toSorted()).toEqual([0, 10])
       expect(after).toEqual([0, 0])
     }
+  })
+})
+
+describe("small plain mail, worked in place", () => {
+  it("takes plain text within InlineLimits, and nothing with HTML, more markup, lines, parts or bytes", () => {
+    expect(workableInline(ordinary)).toBe(true)
+    for (const mail of inlineWorstCases("a@burnbox.test")) expect(workableInline(mail.raw), mail.name).toBe(true)
+    for (const mail of hostileMails("a@burnbox.test")) expect(workableInline(mail.raw), mail.name).toBe(false)
+    const plain = (body: string, type = "text/plain") => Buffer.from(`From: a@b.test\r\nSubject: x\r\nContent-Type: ${type}\r\n\r\n${body}\r\n`)
+    expect(workableInline(plain("hello", "text/HTML"))).toBe(false)
+    expect(workableInline(plain("see <hTmL> here"))).toBe(false)
+    expect(workableInline(plain("x".repeat(InlineLimits.bytes)))).toBe(false)
+    expect(workableInline(plain("x".repeat(InlineLimits.lineBytes + 1)))).toBe(false)
+    expect(workableInline(plain("x".repeat(InlineLimits.lineBytes - 1)))).toBe(true)
+    expect(workableInline(plain("<".repeat(InlineLimits.angleBrackets + 1)))).toBe(false)
+    expect(workableInline(plain("x\r\n".repeat(InlineLimits.lines + 1)))).toBe(false)
+    expect(workableInline(plain("--b\r\n".repeat(InlineLimits.boundaryLines + 1)))).toBe(false)
+    expect(workableInline(plain("--b\r\n".repeat(InlineLimits.boundaryLines - 1)))).toBe(true)
+  })
+
+  it("answers small plain mail in place, as a thread would, while the only lane is busy with a slow message", async () => {
+    const { inPlace, inThread, ms } = await withWorkers(
+      Effect.gen(function*() {
+        const slow = yield* Effect.forkChild(Effect.flip(work(nestedBold("a@burnbox.test").raw)))
+        yield* Effect.sleep("50 millis")
+        const started = Date.now()
+        const inPlace = yield* work(ordinary)
+        const ms = Date.now() - started
+        yield* Fiber.interrupt(slow)
+        return { inPlace, ms, inThread: yield* Effect.provide(work(ordinary), MailWorkers.layerWith({ inline: false }).pipe(Layer.provide(DnsResolver.fixed(records)))) }
+      }),
+      { inline: true, spareThreads: 0, longAfterMs: 10_000, timeoutMs: 10_000 }
+    )
+    // With no lane free, only working in place answers before the slow message's 10 s.
+    expect(ms).toBeLessThan(1_000)
+    expect(inPlace).toEqual(inThread)
   })
 })
