@@ -54,6 +54,8 @@ export const workPermits = (sizeBytes: number, budgetKiB: number = WorkBudgetKiB
 /** A store transaction takes at most this many messages, and this many raw bytes' worth of them. */
 const StoreBatchMessages = 64
 const StoreBatchBytes = 4 * 1024 * 1024
+/** A message larger than this is stored in a transaction of its own, not queued for the group commit. */
+const StoreAloneBytes = 256 * 1024
 
 /** The events of one stored message (spec 6.3): message.received, and message.otp_extracted with a code. */
 const eventsOf = (
@@ -129,7 +131,10 @@ export class Pipeline {
       }
     })
     const store = (ready: ProcessedMessage) =>
-      Effect.gen(function*() {
+      // A large message is written on its own, beside the group commit: its statement takes long
+      // enough (megabytes of text, a large search document) that ordinary mail queued behind it
+      // would wait for it, filling the pipeline's places (bench:hostile).
+      ready.message.sizeBytes > StoreAloneBytes ? queue.store([ready]) : Effect.gen(function*() {
         const done = yield* Deferred.make<void>()
         queued.push({ ready, done })
         if (!writing) {
