@@ -5,7 +5,7 @@
  * sanitizing (remote images blocked) alone. The limits are right when every figure stays well
  * under the pipeline's 5 s allowance, and under one second.
  *
- * Usage: pnpm bench:html-limits [shape ...]
+ * Usage: ./pnpmw bench:html-limits [shape ...]
  *
  * Each shape runs in a fresh worker thread, three times; the figures are the fastest run (the
  * machine may be busy) and the slowest. Every shape is checked to be within the limits, and just

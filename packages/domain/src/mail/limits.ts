@@ -12,7 +12,7 @@
  * stops at the first limit passed: until then the nesting is bounded, so each element costs at
  * most `HtmlMaxDepth` steps and the whole check stays linear in the input.
  *
- * The limits are chosen so that the worst HTML within them stays cheap: `pnpm bench:html-limits`
+ * The limits are chosen so that the worst HTML within them stays cheap: `bench:html-limits`
  * builds the costliest shapes just within each limit (50,000 elements 511 deep, each with a
  * style postcss cannot parse, or a remote image, or a link; 2 MB of styles; 15 MB of text)
  * and times them in a mail thread. On 2 cores busy with other benchmarks: sanitizing took at
