@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { extractOtpCodes, extractVerificationLinks, otpSourceText } from "../src/mail/index.ts"
+import { checked } from "./checked-html.ts"
 
 /**
  * Transactional mails as services send them, each with the exact one-time-code candidates and
@@ -641,7 +642,7 @@ describe("one-time codes and verification links in real-looking mails", () => {
       const html = mail.html ?? null
       expect({
         otpCodes: extractOtpCodes(otpSourceText(text, html)),
-        verificationLinks: extractVerificationLinks({ text, html })
+        verificationLinks: extractVerificationLinks({ text, html: html === null ? null : checked(html) })
       }).toEqual({ otpCodes: mail.otpCodes, verificationLinks: mail.verificationLinks })
     })
   }

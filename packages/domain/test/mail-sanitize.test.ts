@@ -1,10 +1,11 @@
 import { describe, expect, it } from "@effect/vitest"
 import { htmlToPlainText, makeSnippet, sanitizeEmailHtml } from "../src/mail/index.ts"
 import { walkHtml } from "../src/mail/sanitize.ts"
+import { checked } from "./checked-html.ts"
 import { XssPayloads } from "./xss-payloads.ts"
 
-const blocked = (html: string) => sanitizeEmailHtml(html, { allowRemoteImages: false })
-const allowed = (html: string) => sanitizeEmailHtml(html, { allowRemoteImages: true })
+const blocked = (html: string) => sanitizeEmailHtml(checked(html), { allowRemoteImages: false })
+const allowed = (html: string) => sanitizeEmailHtml(checked(html), { allowRemoteImages: true })
 
 interface ParsedElement {
   readonly tag: string
@@ -14,7 +15,7 @@ interface ParsedElement {
 /** Elements of the output as a parser sees them (the walk skips invisible ones: see below). */
 const parseElements = (html: string): Array<ParsedElement> => {
   const elements: Array<ParsedElement> = []
-  walkHtml(html, { open: (tag, attributes) => elements.push({ tag, attributes }) })
+  walkHtml(checked(html), { open: (tag, attributes) => elements.push({ tag, attributes }) })
   return elements
 }
 
@@ -85,7 +86,7 @@ describe("sanitizeEmailHtml remote images", () => {
   })
 
   it("replaces remote images by the placeholder when one is given", () => {
-    const result = sanitizeEmailHtml(mail, { allowRemoteImages: false, blockedImagePlaceholder: "/static/blocked-image.svg" })
+    const result = sanitizeEmailHtml(checked(mail), { allowRemoteImages: false, blockedImagePlaceholder: "/static/blocked-image.svg" })
     expect(result.html).toBe(`<p>Hi</p><img src="/static/blocked-image.svg" width="1" height="1" alt="" />`)
     expect(result.remoteImageCount).toBe(1)
   })
@@ -206,19 +207,19 @@ describe("htmlToPlainText", () => {
       <table><tr><td>Qty</td><td>1</td></tr><tr><td>Total</td><td>$1,299.00</td></tr></table>
       <script>var x = 1</script><noscript>enable js</noscript><template><p>later</p></template>
       <ul><li>A &amp; B</li><li>&lt;C&gt;</li></ul></body></html>`
-    expect(htmlToPlainText(html)).toBe("Welcome\n\nLine one\nline two\n\nQty 1\nTotal $1,299.00\n\nA & B\n<C>")
+    expect(htmlToPlainText(checked(html))).toBe("Welcome\n\nLine one\nline two\n\nQty 1\nTotal $1,299.00\n\nA & B\n<C>")
   })
 
   it("joins inline elements without adding spaces", () => {
-    expect(htmlToPlainText(`<p>Code: <span>4</span><span>8</span><b>2</b></p>`)).toBe("Code: 482")
+    expect(htmlToPlainText(checked(`<p>Code: <span>4</span><span>8</span><b>2</b></p>`))).toBe("Code: 482")
   })
 
   it("keeps line breaks inside pre", () => {
-    expect(htmlToPlainText(`<pre>a\n  b</pre>`)).toBe("a\nb")
+    expect(htmlToPlainText(checked(`<pre>a\n  b</pre>`))).toBe("a\nb")
   })
 
   it("never throws on broken markup (a stray </p> is an empty paragraph, as in a browser)", () => {
-    expect(htmlToPlainText(`<div><p>unclosed <b>bold <i>both</div></p></b> after`)).toBe("unclosed bold both\n\nafter")
+    expect(htmlToPlainText(checked(`<div><p>unclosed <b>bold <i>both</div></p></b> after`))).toBe("unclosed bold both\n\nafter")
   })
 })
 

@@ -9,6 +9,7 @@ import {
   type OutboxEvent,
   selectEndpoints
 } from "../src/webhooks/index.ts"
+import { RequestTimeHtmlMaxChars } from "../src/mail/limits.ts"
 
 const t0 = new Date("2026-09-01T10:00:00.000Z")
 const later = new Date("2026-09-01T10:00:01.000Z")
@@ -117,6 +118,26 @@ describe("dispatch", () => {
     const deliveries = deliveriesFor(selections, [{ id: 100, textBody: "  ", htmlOriginal: "<p>Hello <b>there</b></p>" }])
     expect(decode(deliveries[0]!.payload).data.text_body).toBe("Hello there")
     expect(decode(deliveries[1]!.payload).data.text_body).toBe("")
+  })
+
+  it("takes the text body the pipeline made, reading no HTML; a row without one falls back to its text part, or to a small HTML", () => {
+    const messages = [100, 101, 102, 103]
+    const selections = selectEndpoints(
+      messages.map((id) => event({ id: `evt_${id}`, data: { message_id: id } })),
+      [endpoint({ id: 1, includeTextBody: true })],
+      []
+    )
+    const hostile = `${"<b>".repeat(300_000)}deep`
+    const deliveries = deliveriesFor(selections, [
+      // The HTML would never be read: what the pipeline stored is the text body.
+      { id: 100, webhookTextBody: "made in the thread", textBody: null, htmlOriginal: hostile },
+      { id: 101, webhookTextBody: null, textBody: "the text part", htmlOriginal: hostile },
+      { id: 102, webhookTextBody: null, textBody: null, htmlOriginal: "<p>small &amp; plain</p>" },
+      // Too large to read on the main thread (RequestTimeHtmlMaxChars), or past the limits.
+      { id: 103, webhookTextBody: null, textBody: null, htmlOriginal: `<p>large</p>${" ".repeat(RequestTimeHtmlMaxChars)}` }
+    ])
+    expect(deliveries.map((d) => decode(d.payload).data.text_body)).toEqual(["made in the thread", "the text part", "small & plain", ""])
+    expect(decode(deliveriesFor(selections, [{ id: 100, webhookTextBody: null, textBody: null, htmlOriginal: hostile }])[0]!.payload).data.text_body).toBe("")
   })
 
   it("writes nothing for an event no endpoint selects", () => {

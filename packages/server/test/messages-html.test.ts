@@ -11,6 +11,7 @@ import { expectProblem, expectShape, type Harness, type Session, startHarness } 
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { claimAlias, deliver, detail, injectMail, processed } from "./messages-fixtures.ts"
 import { XssPayloads } from "@burnbox/domain/test/xss-payloads"
+import { checked } from "@burnbox/domain/test/checked-html"
 
 let h: Harness
 let owner: Session
@@ -52,7 +53,7 @@ const compact = (value: string) => value.replace(/[\u0000-\u0020\u007f]+/g, "").
 /** No element, attribute, URL or style in the body could run script. */
 const expectInert = (body: string, what: string) => {
   expect(body, what).not.toMatch(EXECUTABLE_OR_FOREIGN_ELEMENT)
-  walkHtml(body, {
+  walkHtml(checked(body), {
     open: (tag, attributes) => {
       for (const [name, value] of Object.entries(attributes)) {
         expect(name, `${what}: <${tag} ${name}>`).not.toMatch(/^on/i)

@@ -2,13 +2,31 @@
 export { extractVerificationLinks, type MailBodies } from "./links.ts"
 export { extractOtpCodes, otpSourceText } from "./otp.ts"
 export {
+  htmlTextWithoutParser,
   htmlToPlainText,
   makeSnippet,
   messageText,
+  readerText,
   sanitizeEmailHtml,
   type SanitizedEmail,
-  type SanitizeEmailOptions
+  type SanitizeEmailOptions,
+  textAsHtml
 } from "./sanitize.ts"
+export {
+  type CheckedHtml,
+  checkHtmlLimits,
+  HtmlMaxAttributes,
+  HtmlMaxDepth,
+  HtmlMaxElementAttributes,
+  HtmlMaxElements,
+  HtmlMaxEndTags,
+  HtmlMaxStyleChars,
+  HtmlMaxTextPieces,
+  type HtmlLimit,
+  type HtmlLimitCheck,
+  RequestTimeHtmlMaxChars,
+  smallCheckedHtml
+} from "./limits.ts"
 export { analyzeMessage, type MessageAnalysis } from "./analyze.ts"
 export { isDangerousAttachment, isPreviewableImage, safeFilename } from "./attachments.ts"
 export { parseMessage, type ParsedAttachment, type ParsedMessage, type ParseResult, UNKNOWN_SENDER_ADDRESS } from "./parse.ts"

@@ -7,13 +7,15 @@
  * `MIN_SCORE` are returned: a link that says nothing about verification is not one, so a mail
  * without such a link gives an empty list. Footer links are excluded whatever their score.
  */
+import type { CheckedHtml } from "./limits.ts"
 import { messageText, walkHtml } from "./sanitize.ts"
 
 const MAX_LINKS = 3
 
 export interface MailBodies {
   readonly text: string | null
-  readonly html: string | null
+  /** Only HTML within the limits has its anchors read; pass null for HTML past them. */
+  readonly html: CheckedHtml | null
 }
 
 /** One place a URL was found, with the words that describe it there. */
@@ -37,7 +39,7 @@ const httpUrl = (raw: string): string | undefined => {
 }
 
 /** Anchors in document order; their context is their text, image alt texts, title and aria-label. */
-const htmlLinkOccurrences = (html: string): Array<LinkOccurrence> => {
+const htmlLinkOccurrences = (html: CheckedHtml): Array<LinkOccurrence> => {
   const found: Array<LinkOccurrence> = []
   // Anchors may nest in broken markup. Text belongs to the innermost one, as in a browser
   // (where an <a> closes the one before it), and the work stays linear.

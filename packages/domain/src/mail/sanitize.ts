@@ -3,9 +3,13 @@
  * plain text read from it for snippets, one-time codes and links.
  *
  * Both go through sanitize-html's parser (htmlparser2), so the text we scan is cut from the
- * same tree that the sanitizer judges.
+ * same tree that the sanitizer judges; but only HTML within the limits (limits.ts), the only
+ * kind `walkHtml`, `htmlToPlainText` and `sanitizeEmailHtml` take. HTML past them is read
+ * without a parser, in one linear pass (`htmlTextWithoutParser`), and rendered as that text
+ * (`textAsHtml`).
  */
 import sanitizeHtml from "sanitize-html"
+import { type CheckedHtml, checkHtmlLimits, type HtmlLimitCheck } from "./limits.ts"
 
 // ---------------------------------------------------------------------------------------------
 // Reading HTML
@@ -34,7 +38,7 @@ const unescapeSanitizerText = (text: string): string =>
  * element is closed again (htmlparser2 closes implied and void elements), so a visitor can keep a
  * stack.
  */
-export const walkHtml = (html: string, visitor: HtmlVisitor): void => {
+export const walkHtml = (html: CheckedHtml, visitor: HtmlVisitor): void => {
   // Depth inside an invisible element: sanitize-html drops their text but still reports tags.
   let hiddenDepth = 0
   sanitizeHtml(html, {
@@ -99,7 +103,7 @@ const tidyLines = (text: string): string =>
  * Inline elements join their text, so `<span>4</span><span>8</span>` reads "48".
  * CSS is not evaluated: text hidden with `display:none` (a preheader) still counts.
  */
-export const htmlToPlainText = (html: string): string => {
+export const htmlToPlainText = (html: CheckedHtml): string => {
   const parts: Array<string> = []
   // Block edges that meet with no text between them make one break, not one each:
   // `</tr><tr>` is a single line break, `</p><p>` a single blank line.
@@ -131,15 +135,109 @@ export const htmlToPlainText = (html: string): string => {
   return tidyLines(parts.join(""))
 }
 
+// ---------------------------------------------------------------------------------------------
+// Plain text of HTML past the limits
+// ---------------------------------------------------------------------------------------------
+
+/** Elements whose content is text up to their end tag, and which a reader never sees. */
+const RAW_TEXT_END: ReadonlyMap<string, RegExp> = new Map(
+  ["script", "style", "title", "textarea", "xmp", "iframe", "noembed", "noframes"].map((tag) => [tag, new RegExp(`</${tag}`, "gi")])
+)
+const TAG_NAME = /^[a-z][a-z0-9]*/i
+/** After a `<`: a letter, `/`, `!` or `?` starts markup (a tag, an end tag, a comment or declaration). */
+const startsMarkup = (code: number): boolean =>
+  ((code | 0x20) >= 0x61 && (code | 0x20) <= 0x7a) || code === 0x2f || code === 0x21 || code === 0x3f
+const TEXT_ENTITY = /&(?:#([0-9]{1,7})|#[xX]([0-9a-fA-F]{1,6})|(amp|lt|gt|quot|apos|nbsp));/g
+const NAMED_ENTITIES: Readonly<Record<string, string>> = { amp: "&", lt: "<", gt: ">", quot: "\"", apos: "'", nbsp: "\u00a0" }
+
+const fromCodePoint = (codePoint: number): string =>
+  codePoint === 0 || codePoint > 0x10ffff || (codePoint >= 0xd800 && codePoint <= 0xdfff) ? "\ufffd" : String.fromCodePoint(codePoint)
+
+/** Numeric entities and the few named ones mail text uses; any other stays as written. */
+const decodeTextEntities = (text: string): string =>
+  text.replace(TEXT_ENTITY, (_entity, decimal?: string, hex?: string, name?: string) =>
+    decimal !== undefined ? fromCodePoint(Number(decimal)) : hex !== undefined ? fromCodePoint(parseInt(hex, 16)) : NAMED_ENTITIES[name ?? ""] ?? "")
+
+/**
+ * The visible text of HTML read without a parser, for HTML past the limits: in one pass, each
+ * search starting where the last one ended, so the work is linear whatever the markup. Tags
+ * go, block elements break lines as in `htmlToPlainText`, comments and the content of script,
+ * style and the like go, a few entities are decoded. An approximation: a `>` inside a quoted
+ * attribute value ends the tag early, and containers such as svg keep their text.
+ */
+export const htmlTextWithoutParser = (html: string): string => {
+  const parts: Array<string> = []
+  // Block edges that meet with no text between them make one break, as in htmlToPlainText.
+  let pendingNewlines = 0
+  const write = (text: string) => {
+    if (pendingNewlines > 0 && text.trim() === "") return
+    parts.push("\n".repeat(pendingNewlines), text)
+    pendingNewlines = 0
+  }
+  /** Where the text not yet written starts. */
+  let text = 0
+  const writeTo = (end: number) => {
+    if (end > text) write(html.slice(text, end).replace(/\s+/g, " "))
+  }
+  let at = 0
+  while (at < html.length) {
+    const open = html.indexOf("<", at)
+    if (open === -1) break
+    if (!startsMarkup(html.charCodeAt(open + 1))) {
+      // A `<` of the text, which goes on.
+      at = open + 1
+      continue
+    }
+    writeTo(open)
+    const closing = html.charAt(open + 1) === "/"
+    const name = TAG_NAME.exec(html.slice(open + (closing ? 2 : 1), open + 18))?.[0].toLowerCase()
+    if (html.startsWith("!--", open + 1)) {
+      // An unclosed comment runs to the end, as in a browser.
+      const end = html.indexOf("-->", open + 4)
+      text = at = end === -1 ? html.length : end + 3
+      continue
+    }
+    const end = html.indexOf(">", open + 1)
+    text = at = end === -1 ? html.length : end + 1
+    if (name === undefined) continue
+    if (name === "br") write("\n")
+    else if (CELL_TAGS.has(name)) write(" ")
+    else pendingNewlines = Math.max(pendingNewlines, breakBefore(name))
+    const rawTextEnd = closing ? undefined : RAW_TEXT_END.get(name)
+    if (rawTextEnd !== undefined) {
+      rawTextEnd.lastIndex = at
+      const endTag = rawTextEnd.exec(html)
+      // Without its end tag, the element holds the rest.
+      text = at = endTag === null ? html.length : endTag.index
+    }
+  }
+  writeTo(html.length)
+  return tidyLines(decodeTextEntities(parts.join("")))
+}
+
+// ---------------------------------------------------------------------------------------------
+// The text of a message
+// ---------------------------------------------------------------------------------------------
+
+/** A text part holding only whitespace counts as missing (some senders attach an empty one next to the HTML). */
+const hasTextPart = (text: string | null): text is string => text !== null && text.trim() !== ""
+
+/**
+ * `messageText` for HTML checked already: the text part, else the HTML's visible text, read
+ * with the parser within the limits and without one past them.
+ */
+export const readerText = (text: string | null, html: HtmlLimitCheck | null): string => {
+  if (hasTextPart(text)) return text
+  if (html === null) return ""
+  return html.ok ? htmlToPlainText(html.html) : htmlTextWithoutParser(html.html)
+}
+
 /**
  * The text of a message as a reader meets it: the text part, or the visible text of the HTML part
- * when there is no text part. A text part holding only whitespace counts as missing (some
- * senders attach an empty one next to the HTML).
+ * when there is no text part. Safe on any HTML: past the limits it is read without a parser.
  */
-export const messageText = (text: string | null, html: string | null): string => {
-  if (text !== null && text.trim() !== "") return text
-  return html === null ? "" : htmlToPlainText(html)
-}
+export const messageText = (text: string | null, html: string | null): string =>
+  hasTextPart(text) ? text : readerText(null, html === null ? null : checkHtmlLimits(html))
 
 /**
  * A one-line preview: whitespace collapsed, cut on a word boundary with "…" when longer than `max`
@@ -448,12 +546,39 @@ const sanitizeStyleElements = (html: string, images: ImagePolicy): string =>
     return safe === undefined || safe.trim() === "" ? "" : `<style${attributes}>${safe}</style>`
   })
 
+// Text content, not an attribute value: quotes need no escape.
+const escapeText = (text: string): string => text.replaceAll("&", "&amp;").replaceAll("<", "&lt;").replaceAll(">", "&gt;")
+
+/**
+ * The rendering of a mail whose HTML is past the limits: `text` (its text part, or what
+ * `htmlTextWithoutParser` read) as preformatted text, nothing of the HTML itself. Safe as it
+ * stands: every character of the text is escaped.
+ */
+export const textAsHtml = (text: string): string =>
+  `<pre style="white-space: pre-wrap; overflow-wrap: anywhere; font-family: inherit">${escapeText(text)}</pre>`
+
+/**
+ * sanitize-html drops a style attribute that postcss cannot parse, which postcss tells by
+ * throwing; it catches the error and never reads its stack. Capturing one for each broken style
+ * doubled the time of a mail made of them (49,000: 0.9 s, 0.45 s without). The price: an error
+ * of our own thrown while sanitizing comes without a stack.
+ */
+const withoutStackTraces = <A>(f: () => A): A => {
+  const limit = Error.stackTraceLimit
+  Error.stackTraceLimit = 0
+  try {
+    return f()
+  } finally {
+    Error.stackTraceLimit = limit
+  }
+}
+
 /**
  * Sanitized HTML of a mail, meant to be served in its own sandboxed document with a restrictive
  * CSP (defence in depth: this output is safe on its own).
  */
-export const sanitizeEmailHtml = (html: string, options: SanitizeEmailOptions): SanitizedEmail => {
+export const sanitizeEmailHtml = (html: CheckedHtml, options: SanitizeEmailOptions): SanitizedEmail => {
   const images = makeImagePolicy(options)
-  const body = sanitizeHtml(html, sanitizerOptions(images)).replaceAll(REMOVED_IMAGE, "")
+  const body = withoutStackTraces(() => sanitizeHtml(html, sanitizerOptions(images))).replaceAll(REMOVED_IMAGE, "")
   return { html: sanitizeStyleElements(body, images), remoteImageCount: images.remoteCount() }
 }

@@ -8,6 +8,8 @@ import { Schema } from "effect"
 import { DateTimeString, Id, intFromDigits, NonNegativeInt } from "../platform/Common.ts"
 import { ApiVersion, type EventType } from "./Events.ts"
 
+export { payloadTextBody, TextBodyMaxChars } from "./textBody.ts"
+
 // ---------------------------------------------------------------------------------------------
 // Subscription: exactly one of five modes, each with its own fields
 
@@ -175,8 +177,6 @@ export const DeliveryRetentionMs = 30 * 24 * 60 * 60 * 1000
 /** After a secret rotation, the old secret keeps signing this long. */
 export const SecretOverlapMs = 24 * 60 * 60 * 1000
 export const DeliveryTimeoutMs = 15_000
-/** Spec 6.3: `text_body` is at most 32 KiB (32768 characters). */
-export const TextBodyMaxChars = 32_768
 
 /**
  * The wait before the next attempt after `cycleAttempts` failed attempts in this cycle, or
@@ -237,14 +237,6 @@ export const selectsEvent = (target: SubscriptionTarget, event: SelectableEvent)
     case "otp":
       return restored || event.type === "message.otp_extracted"
   }
-}
-
-/** Plain text fit for a payload: controls other than tab and newline dropped, at most 32 KiB. */
-export const payloadTextBody = (text: string): string => {
-  const clean = text.replace(/\r\n?/g, "\n").replace(/[\u0000-\u0008\u000b-\u001f\u007f]/g, "")
-  if (clean.length <= TextBodyMaxChars) return clean
-  const cut = clean.slice(0, TextBodyMaxChars)
-  return /[\ud800-\udbff]$/.test(cut) ? cut.slice(0, -1) : cut
 }
 
 /** Spec 6.2: the envelope, serialized once; these exact bytes are what every attempt sends. */

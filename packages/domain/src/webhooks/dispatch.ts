@@ -10,6 +10,7 @@
  * 4. `deliveriesFor`: one delivery per (event, selected endpoint), with its payload.
  */
 import type { EventType } from "./Events.ts"
+import { smallCheckedHtml } from "../mail/limits.ts"
 import { messageText } from "../mail/sanitize.ts"
 import { envelopeBytes, payloadTextBody, selectsEvent, type WebhookSubscription } from "./Webhook.ts"
 
@@ -43,8 +44,23 @@ export interface MessageTag {
 /** The stored bodies a message's text is made from. */
 export interface MessageBodies {
   readonly id: number
+  /** The `text_body` the pipeline made (MessageAnalysis.webhookTextBody); none in rows stored before it did. */
+  readonly webhookTextBody?: string | null
   readonly textBody: string | null
+  /** Read only without `webhookTextBody`, and only when small (the store may leave a larger one out). */
   readonly htmlOriginal: string | null
+}
+
+/**
+ * A message's `text_body`: the one the pipeline made in its thread. Rows stored before it made
+ * one have their text part, or the text of their HTML when it is small enough to read here,
+ * on the main thread (smallCheckedHtml); a larger HTML gives nothing.
+ */
+const textBodyOf = (message: MessageBodies): string => {
+  const made = message.webhookTextBody ?? null
+  if (made !== null) return made
+  const html = message.htmlOriginal === null ? undefined : smallCheckedHtml(message.htmlOriginal)
+  return payloadTextBody(messageText(message.textBody, html ?? null))
 }
 
 /** An event and the endpoints it goes to (possibly none). */
@@ -162,7 +178,7 @@ export const deliveriesFor = (
   bodies: ReadonlyArray<MessageBodies>
 ): ReadonlyArray<NewDelivery> => {
   const texts = new Map<number, string>()
-  for (const message of bodies) texts.set(message.id, payloadTextBody(messageText(message.textBody, message.htmlOriginal)))
+  for (const message of bodies) texts.set(message.id, textBodyOf(message))
   const deliveries: Array<NewDelivery> = []
   for (const { endpoints, event, messageId } of selections) {
     if (endpoints.length === 0) continue

@@ -26,7 +26,7 @@ import {
   TagNotOwned,
   type UpdateMessageState
 } from "@burnbox/domain"
-import { sanitizeEmailHtml } from "@burnbox/domain/mail/index"
+import { RequestTimeHtmlMaxChars, sanitizeEmailHtml, smallCheckedHtml } from "@burnbox/domain/mail/index"
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
 import { BlobStore } from "../platform/BlobStore.ts"
@@ -128,7 +128,13 @@ export class MessageActions extends Context.Service<MessageActions, {
     const tagRows = rowsDecoder(TagRow)
     const changedRows = rowsDecoder(Schema.Struct({ message_id: Schema.Int }))
     const victimRows = rowsDecoder(Schema.Struct({ id: Schema.Int, alias_id: Schema.Int, size_bytes: Schema.Int }))
-    const htmlRows = rowsDecoder(Schema.Struct({ html_original: Schema.NullOr(Schema.String), html_sanitized: Schema.NullOr(Schema.String), ...senderColumns }))
+    const htmlRows = rowsDecoder(Schema.Struct({
+      html_sanitized: Schema.NullOr(Schema.String),
+      html_sanitized_remote: Schema.NullOr(Schema.String),
+      remote_image_count: Schema.Int,
+      html_original: Schema.NullOr(Schema.String),
+      ...senderColumns
+    }))
     const senderRows = rowsDecoder(Schema.Struct(senderColumns))
 
     /** Locks the account row and answers its resolved plan. */
@@ -400,16 +406,29 @@ export class MessageActions extends Context.Service<MessageActions, {
     const preferenceOf = (accountId: number, sender: string) =>
       preferences({ accountId, sender }).pipe(Effect.map((rows) => rows[0]?.always_load ?? false))
 
+    /**
+     * Both renderings were made by the pipeline, in its threads: nothing is sanitized here but
+     * the small HTML of a row processed before the rendering with remote images was stored
+     * (migration 0018); a larger one is served with its images blocked.
+     */
     const html = Effect.fn("MessageActions.html")(function*(accountId: number, id: number, remote: boolean) {
       const [row] = yield* sql`
-        SELECT html_original, html_sanitized, sender_address, envelope_from FROM messages
+        SELECT html_sanitized, html_sanitized_remote, remote_image_count, sender_address, envelope_from,
+               CASE WHEN html_sanitized_remote IS NULL AND remote_image_count > 0
+                         AND octet_length(html_original) <= ${RequestTimeHtmlMaxChars}
+                    THEN html_original END AS html_original
+        FROM messages
         WHERE id = ${id} AND ${access.mailboxes(accountId, "read")}`.pipe(Effect.flatMap(htmlRows), Effect.orDie)
       if (row === undefined || row.html_sanitized === null) return undefined
       const allow = remote || (yield* preferenceOf(accountId, senderAddressOf(row).toLowerCase()).pipe(Effect.orDie))
-      // The stored rendering blocks remote images; loading them is a fresh sanitization of the original.
-      return allow && row.html_original !== null
-        ? { html: sanitizeEmailHtml(row.html_original, { allowRemoteImages: true }).html, remoteImagesAllowed: true }
-        : { html: row.html_sanitized, remoteImagesAllowed: false }
+      if (!allow) return { html: row.html_sanitized, remoteImagesAllowed: false }
+      // Without remote images, loading them changes nothing in the rendering.
+      if (row.remote_image_count === 0) return { html: row.html_sanitized, remoteImagesAllowed: true }
+      if (row.html_sanitized_remote !== null) return { html: row.html_sanitized_remote, remoteImagesAllowed: true }
+      const small = row.html_original === null ? undefined : smallCheckedHtml(row.html_original)
+      return small === undefined
+        ? { html: row.html_sanitized, remoteImagesAllowed: false }
+        : { html: sanitizeEmailHtml(small, { allowRemoteImages: true }).html, remoteImagesAllowed: true }
     })
 
     const setRemoteImagePreference = Effect.fn("MessageActions.setRemoteImagePreference")(function*(accountId: number, id: number, alwaysLoad: boolean) {

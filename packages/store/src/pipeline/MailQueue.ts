@@ -186,7 +186,8 @@ export class MailQueue extends Context.Service<MailQueue, {
               UPDATE messages m SET
                 sender_name = u.sender_name, sender_address = u.sender_address, subject = u.subject,
                 snippet = u.snippet, text_body = u.text_body, html_original = u.html_original,
-                html_sanitized = u.html_sanitized, remote_image_count = u.remote_image_count,
+                html_sanitized = u.html_sanitized, html_sanitized_remote = u.html_sanitized_remote,
+                remote_image_count = u.remote_image_count, webhook_text_body = u.webhook_text_body,
                 headers = u.headers, otp_codes = u.otp_codes, verification_links = u.verification_links,
                 auth = u.auth, has_attachments = u.has_attachments,
                 processing_status = 'processed', processed_at = ${at}, failure_reason = NULL
@@ -199,7 +200,9 @@ export class MailQueue extends Context.Service<MailQueue, {
                 text_body: text(parsed.text),
                 html_original: text(parsed.html),
                 html_sanitized: text(analysis.sanitizedHtml),
+                html_sanitized_remote: text(analysis.sanitizedHtmlWithRemoteImages),
                 remote_image_count: analysis.remoteImageCount,
+                webhook_text_body: pgText(analysis.webhookTextBody),
                 headers: parsed.headers,
                 otp_codes: analysis.otpCodes,
                 verification_links: analysis.verificationLinks,
@@ -209,8 +212,9 @@ export class MailQueue extends Context.Service<MailQueue, {
                 search_text: text(analysis.searchText.slice(0, 500_000))
               })))}::json) AS u(
                 id int, sender_name text, sender_address text, subject text, snippet text, text_body text,
-                html_original text, html_sanitized text, remote_image_count int, headers jsonb, otp_codes jsonb,
-                verification_links jsonb, auth jsonb, has_attachments boolean, sender_text text, search_text text)
+                html_original text, html_sanitized text, html_sanitized_remote text, remote_image_count int,
+                webhook_text_body text, headers jsonb, otp_codes jsonb, verification_links jsonb, auth jsonb,
+                has_attachments boolean, sender_text text, search_text text)
               -- The ids as an array too: they are looked up by key, not found by scanning every
               -- message in the pipeline (the whole backlog) for the recordset's ids.
               WHERE m.id = ANY(${`{${batch.map((ready) => ready.message.id).join(",")}}`}::int[])

@@ -20,6 +20,7 @@ import {
   WebhookStatus,
   WebhookSubscription
 } from "@burnbox/domain"
+import { RequestTimeHtmlMaxChars } from "@burnbox/domain/mail/index"
 import {
   deliveriesFor,
   dispatchable,
@@ -110,9 +111,10 @@ const MessageTagRow = Schema.Struct({ messageId: Schema.Int, accountId: Schema.I
 
 const MessageBodiesRow = Schema.Struct({
   id: Schema.Int,
+  webhookTextBody: Schema.NullOr(Schema.String),
   textBody: Schema.NullOr(Schema.String),
   htmlOriginal: Schema.NullOr(Schema.String)
-}).pipe(Schema.encodeKeys({ textBody: "text_body", htmlOriginal: "html_original" }))
+}).pipe(Schema.encodeKeys({ webhookTextBody: "webhook_text_body", textBody: "text_body", htmlOriginal: "html_original" }))
 
 const ClaimedRow = Schema.Struct({
   id: Schema.BigInt,
@@ -223,8 +225,14 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
     const messageBodies = SqlSchema.findAll({
       Request: Schema.Array(Schema.Int),
       Result: MessageBodiesRow,
+      // The pipeline made each text_body; only rows processed before it did (migration 0018)
+      // need their bodies, and of those only a small HTML is read (dispatch's textBodyOf).
       execute: (messageIds) => sql`
-          SELECT id, text_body, html_original FROM messages WHERE id IN ${sql.in(messageIds)}`
+          SELECT id, webhook_text_body,
+                 CASE WHEN webhook_text_body IS NULL THEN text_body END AS text_body,
+                 CASE WHEN webhook_text_body IS NULL AND octet_length(html_original) <= ${RequestTimeHtmlMaxChars}
+                      THEN html_original END AS html_original
+          FROM messages WHERE id IN ${sql.in(messageIds)}`
     })
 
     /**

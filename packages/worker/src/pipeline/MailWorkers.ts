@@ -404,7 +404,15 @@ const make = (limits: MailWorkLimits) =>
     // the end of the event loop's turn instead cost ordinary mail a turn of a busy loop each.
     const processTask = Effect.fn("MailWorkers.process")(function*(task: MailTask) {
       // Small plain mail is worked here: bounded, and cheaper than the hop (InlineLimits).
-      if (limits.inline && workableInline(task.raw)) return yield* Effect.promise(() => doMailWork(task, resolve))
+      if (limits.inline && workableInline(task.raw)) {
+        // Its work is bounded; what may wait is DKIM's key lookup, held to the same allowance.
+        return yield* Effect.promise(() => doMailWork(task, resolve)).pipe(
+          Effect.timeoutOrElse({
+            duration: Duration.millis(limits.timeoutMs),
+            orElse: () => Effect.fail(new MailTooComplex({ reason: `took longer than ${durationText(limits.timeoutMs)}` }))
+          })
+        )
+      }
       return yield* Effect.callback<MailWorkResult, MailTooComplex>((resume) => {
         const job: Job = { task, small: task.raw.byteLength <= SmallBytes, resume, settled: false, seq: 0 }
         waiting.push(job)
