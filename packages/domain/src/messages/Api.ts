@@ -11,6 +11,7 @@ import {
   DeleteMessageQuery,
   EmptyTrashQuery,
   EmptyTrashResult,
+  GetMessageQuery,
   ListMessagesQuery,
   MessageDetail,
   MessageHtmlQuery,
@@ -28,7 +29,7 @@ export class MessagesGroup extends HttpApiGroup.make("messages")
       success: MessagePage,
       error: [E.ValidationFailed, E.ServiceUnavailable]
     }).annotate(Access, requires("read")),
-    HttpApiEndpoint.get("get", "/messages/:id", { params: IdParams, success: MessageDetail, error: E.NotFound })
+    HttpApiEndpoint.get("get", "/messages/:id", { params: IdParams, query: GetMessageQuery, success: MessageDetail, error: E.NotFound })
       .annotate(Access, requires("read")),
     HttpApiEndpoint.get("raw", "/messages/:id/raw", {
       params: IdParams,

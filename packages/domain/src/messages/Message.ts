@@ -116,6 +116,17 @@ export type MessagePage = typeof MessagePage.Type
 const BooleanParam = Schema.Literals(["true", "false"])
 
 /** Spec 4.5 query parameters of GET /messages; out-of-range values are 422, never clamped. */
+/**
+ * Waiting for mail (decisions.md): how long, in whole seconds (1..120), GET /messages holds an
+ * empty page, or GET /messages/{id} a message still in the pipeline, before it answers.
+ */
+export const WaitSeconds = intFromDigits(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 120 })))
+
+/** GET /messages/{id}'s query: `wait`. */
+export const GetMessageQuery = {
+  wait: Schema.optionalKey(WaitSeconds)
+}
+
 export const ListMessagesQuery = {
   q: Schema.optionalKey(Schema.String.check(Schema.isMaxLength(512))),
   alias: Schema.optionalKey(IdFromPath),
@@ -132,7 +143,8 @@ export const ListMessagesQuery = {
   dateTo: Schema.optionalKey(DateTimeInput),
   cursor: Schema.optionalKey(Schema.String.check(Schema.isMaxLength(1024))),
   limit: Schema.optionalKey(intFromDigits(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 100 })))),
-  sort: Schema.optionalKey(Schema.Literals(["newest", "oldest"]))
+  sort: Schema.optionalKey(Schema.Literals(["newest", "oldest"])),
+  wait: Schema.optionalKey(WaitSeconds)
 }
 
 /** Spec 2.13: the caller's own reader state of a message, answered by PATCH /messages/{id}. */
