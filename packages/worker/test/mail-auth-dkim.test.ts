@@ -4,7 +4,7 @@
  * results as when mailauth reads it whole.
  */
 import { generateKeyPairSync } from "node:crypto"
-import { authenticateMail, DnsResolver, mailauthInput } from "@burnbox/worker"
+import { authenticateMail, DnsResolver, mailauthInput, ManyHeaderLines } from "@burnbox/worker"
 import { Effect } from "effect"
 import { authenticate, dkimSign } from "mailauth"
 import { describe, expect, it } from "vitest"
@@ -64,5 +64,16 @@ describe("authenticateMail and DKIM", () => {
     // LF-only line ends, and a message without a body, as mailauth's parser reads them.
     expect(Buffer.from(mailauthInput(Buffer.from("Subject: a\nFrom: b@c.test\n\nbody\n"))).toString()).toBe("Subject: a\nFrom: b@c.test\n\n")
     expect(mailauthInput(Buffer.from("Subject: a\r\nFrom: b@c.test\r\n"))).toHaveLength(28)
+  })
+
+  it("gives mailauth only the From fields of an unsigned message with very many header lines, with the results of reading it whole", async () => {
+    const padding = Array.from({ length: ManyHeaderLines }, (_, i) => `X-Pad-${i}: ${"v".repeat(20)}\r\n`).join("")
+    const folded = unsigned.replace("\r\n\r\n", `\r\n${padding}Comments: one\r\n and two\r\n\r\n`)
+    const raw = Buffer.from(folded)
+    const input = Buffer.from(mailauthInput(raw)).toString("latin1")
+    expect(input).toMatch(/^from[ \t]*:/i)
+    expect(input.split("\r\n").filter((line) => line !== "").every((line) => /^from[ \t]*:|^[ \t]/i.test(line))).toBe(true)
+    expect(await check(raw)).toEqual(await wholeRead(raw))
+    expect(await check(raw)).toEqual({ spf: "pass", dkim: "none", dmarc: "pass" })
   })
 })

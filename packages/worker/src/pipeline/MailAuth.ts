@@ -20,7 +20,7 @@ import { Context, Effect, Layer } from "effect"
 import { type DMARCOptions, type DNSResolver, dmarc, spf, type SPFOptions, type SPFResult } from "mailauth"
 import { type DkimOutcome, type Resolve, verifyDkim } from "./Dkim.ts"
 
-export { type DkimOutcome, mailauthInput, type Resolve } from "./Dkim.ts"
+export { type DkimOutcome, mailauthInput, ManyHeaderLines, type Resolve } from "./Dkim.ts"
 
 /** How long an answer is reused (the system resolver does not tell its TTL). */
 export const AnswerTtlMs = 60_000

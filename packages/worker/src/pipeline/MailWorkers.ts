@@ -9,9 +9,9 @@
  *   places, when one is free, so slow messages do not hold up the ordinary ones behind them: with
  *   one hostile message a second, each running up to its 5 s, about five run at once
  *   (bench:hostile). Only when every spare place is taken does a long message keep its lane.
- * - **An allowance per message**: `timeoutMs` of wall time in its thread (from the moment the
- *   thread starts it, not counting the wait before) and a heap of `heapMb` per thread
- *   (`resourceLimits`). Past either the thread is ended and replaced, and the message fails with
+ * - **An allowance per message**: `timeoutMs` of its thread's CPU time on Linux (at most three
+ *   times that in wall time; wall time elsewhere), from the moment the thread starts it, not
+ *   counting the wait before; and a heap of `heapMb` per thread (`resourceLimits`). Past either the thread is ended and replaced, and the message fails with
  *   `MailTooComplex` ("took longer than 5 s", "out of memory"): the pipeline marks it failed with
  *   that reason, its raw bytes kept.
  * - **Slow work yields**: on Linux a thread whose message runs long gets a higher nice value, so
@@ -43,6 +43,7 @@
  * "5 seconds"), BURNBOX_MAIL_WORK_HEAP_MB, BURNBOX_MAIL_WORK_THREADS,
  * BURNBOX_MAIL_WORK_SPARE_THREADS and BURNBOX_MAIL_WORK_NICE.
  */
+import { readFileSync } from "node:fs"
 import { availableParallelism, setPriority } from "node:os"
 import { Worker } from "node:worker_threads"
 import { Config, Context, Duration, Effect, Layer, Schema } from "effect"
@@ -101,6 +102,24 @@ const entry = new URL("./MailWorkThread.ts", import.meta.url)
 const SmallBytes = 256 * 1024
 /** At most this many messages in one hand-over. */
 const MaxBatch = 8
+
+/** A message's wall time is bounded at this many times its allowance of CPU time. */
+const WallTimeFactor = 3
+
+/** CPU time (user + system) a thread has used, ms, from /proc (Linux); null where it cannot be read. */
+const threadCpuMs = (tid: number | null): number | null => {
+  if (tid === null) return null
+  try {
+    // Fields after the command's closing parenthesis: state is the 3rd field, utime the 14th, stime the 15th.
+    const fields = readFileSync(`/proc/self/task/${tid}/stat`, "latin1").split(") ")[1]?.split(" ")
+    const ticks = Number(fields?.[11]) + Number(fields?.[12])
+    return Number.isFinite(ticks) ? ticks * (1000 / ClockTicksPerSecond) : null
+  } catch {
+    return null
+  }
+}
+/** USER_HZ: the unit of /proc's CPU times, 100 on every Linux platform Node runs on. */
+const ClockTicksPerSecond = 100
 
 const durationText = (ms: number) => (ms % 1000 === 0 ? `${ms / 1000} s` : `${ms} ms`)
 
@@ -292,10 +311,22 @@ const make = (limits: MailWorkLimits) =>
       const job = thread.jobs[0]
       if (job === undefined) return
       thread.longTimer = setTimeout(() => runningLong(thread, job), limits.longAfterMs)
-      thread.deadline = setTimeout(
-        () => retire(thread, Effect.fail(new MailTooComplex({ reason: `took longer than ${durationText(limits.timeoutMs)}` }))),
-        limits.timeoutMs
-      )
+      const startedAt = performance.now()
+      const cpuAtStart = threadCpuMs(thread.tid)
+      const tooLong = () => retire(thread, Effect.fail(new MailTooComplex({ reason: `took longer than ${durationText(limits.timeoutMs)}` })))
+      // The allowance is the thread's CPU time where the system tells it (Linux), so a message is
+      // not failed for the time it waited for a core on a busy machine; wall time bounds it at
+      // WallTimeFactor times the allowance all the same. Elsewhere it is wall time.
+      const check = () => {
+        const cpuNow = threadCpuMs(thread.tid)
+        const wall = performance.now() - startedAt
+        if (cpuAtStart === null || cpuNow === null) return tooLong()
+        const left = limits.timeoutMs - (cpuNow - cpuAtStart)
+        const wallLeft = limits.timeoutMs * WallTimeFactor - wall
+        if (left <= 0 || wallLeft <= 0) return tooLong()
+        thread.deadline = setTimeout(check, Math.max(20, Math.min(left, wallLeft)))
+      }
+      thread.deadline = setTimeout(check, limits.timeoutMs)
     }
 
     const answered = (thread: Thread, seq: number, outcome: Outcome) => {
