@@ -6,3 +6,4 @@
 export * from "./BurnboxClient.ts"
 export * from "./BurnboxProblem.ts"
 export * from "./createClient.ts"
+export * from "./verifyWebhook.ts"
