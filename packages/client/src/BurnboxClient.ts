@@ -91,6 +91,12 @@ const MaxWaitSeconds = 120
 const PollIntervalMs = 250
 const DefaultTimeoutSeconds = 30
 
+/** Seconds left before `deadline` as the API's `wait` takes them, or undefined when under one. */
+const waitSeconds = (deadline: number, now: number) => {
+  const seconds = Math.min(MaxWaitSeconds, Math.floor((deadline - now) / 1000))
+  return seconds >= 1 ? seconds : undefined
+}
+
 /** The origin the contract's `/api/v1` prefix is appended to. */
 export const apiOrigin = (baseUrl: string | URL): string =>
   String(baseUrl).replace(/\/+$/, "").replace(/\/api\/v1$/, "")
@@ -125,16 +131,16 @@ export const make = Effect.fnUntraced(function*(options: ClientOptions) {
     return found.id
   })
 
-  const create = Effect.fn("BurnboxClient.aliases.create")(function*(options: CreateAliasOptions = {}) {
+  const create = Effect.fn("BurnboxClient.aliases.create")(function*(createOptions: CreateAliasOptions = {}) {
     const { items: domains } = yield* problems(raw.account.domains())
-    const wanted = options.domain?.trim().toLowerCase()
+    const wanted = createOptions.domain?.trim().toLowerCase()
     const domain = wanted === undefined
-      ? domains.find((domain) => domain.claimable)
-      : domains.find((domain) => domain.name.toLowerCase() === wanted)
+      ? domains.find((candidate) => candidate.claimable)
+      : domains.find((candidate) => candidate.name.toLowerCase() === wanted)
     if (domain === undefined) {
       return yield* BurnboxProblem.notFound(wanted === undefined ? "A claimable domain" : `The domain ${wanted}`)
     }
-    const reservation = yield* problems(raw.aliases.reserve({ payload: { domainId: domain.id, style: options.style ?? "words" } }))
+    const reservation = yield* problems(raw.aliases.reserve({ payload: { domainId: domain.id, style: createOptions.style ?? "words" } }))
     const candidate = reservation.candidates[0]
     if (candidate === undefined) {
       return yield* new BurnboxProblem({ status: 0, code: "unexpected_response", message: "The reservation held no candidate." })
@@ -143,7 +149,7 @@ export const make = Effect.fnUntraced(function*(options: ClientOptions) {
       payload: {
         aliasId: candidate.id,
         reservationToken: reservation.reservationToken,
-        ...(options.label === undefined ? {} : { label: options.label })
+        ...(createOptions.label === undefined ? {} : { label: createOptions.label })
       }
     }))
     // The other four candidates go back to the pool now rather than when the reservation expires.
@@ -158,27 +164,30 @@ export const make = Effect.fnUntraced(function*(options: ClientOptions) {
 
   const list = (query: ListMessagesQuery = {}) => problems(raw.messages.list({ query })).pipe(Effect.withSpan("BurnboxClient.messages.list"))
 
-  const get = Effect.fn("BurnboxClient.messages.get")(function*(id: number, options: { readonly wait?: number | undefined } = {}) {
-    const wait = options.wait === undefined ? undefined : Math.min(MaxWaitSeconds, Math.max(1, Math.ceil(options.wait)))
+  const get = Effect.fn("BurnboxClient.messages.get")(function*(id: number, getOptions: { readonly wait?: number | undefined } = {}) {
+    const wait = getOptions.wait === undefined ? undefined : Math.min(MaxWaitSeconds, Math.max(1, Math.ceil(getOptions.wait)))
     return yield* problems(raw.messages.get({ params: { id }, query: wait === undefined ? {} : { wait } }))
   })
 
-  /** Seconds left before `deadline` as the API's `wait` takes them, or undefined when under one. */
-  const waitSeconds = (deadline: number, now: number) => {
-    const seconds = Math.min(MaxWaitSeconds, Math.floor((deadline - now) / 1000))
-    return seconds >= 1 ? seconds : undefined
-  }
-
-  const wait = Effect.fn("BurnboxClient.messages.wait")(function*(options: WaitOptions) {
-    const timeout = options.timeout ?? DefaultTimeoutSeconds
-    const alias = yield* aliasId(options.alias)
-    const since = options.since === undefined ? undefined : new Date(options.since).toISOString()
+  const wait = Effect.fn("BurnboxClient.messages.wait")(function*(waitOptions: WaitOptions) {
+    const timeout = waitOptions.timeout ?? DefaultTimeoutSeconds
+    const alias = yield* aliasId(waitOptions.alias)
+    const sinceTime = waitOptions.since === undefined ? undefined : new Date(waitOptions.since).getTime()
+    if (sinceTime !== undefined && Number.isNaN(sinceTime)) {
+      return yield* new BurnboxProblem({
+        status: 0,
+        code: "validation_failed",
+        message: "`since` is not a date.",
+        fields: { since: "invalid_date_time" }
+      })
+    }
+    const since = sinceTime === undefined ? undefined : new Date(sinceTime).toISOString()
     const deadline = (yield* Clock.currentTimeMillis) + timeout * 1000
     const query: ListMessagesQuery = {
       alias,
       limit: 1,
       ...(since === undefined ? {} : { dateFrom: since }),
-      ...(options.sort === undefined ? {} : { sort: options.sort })
+      ...(waitOptions.sort === undefined ? {} : { sort: waitOptions.sort })
     }
     // Poll the list until a message matches. A server that honours `wait` holds each request
     // until mail arrives (up to 120 s); one that answers at once is asked again after a pause.

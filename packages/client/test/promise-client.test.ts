@@ -19,7 +19,7 @@ afterAll(() => h?.close())
 
 /** The rejection of `promise`, which must be a BurnboxProblem. */
 const problemOf = async (promise: Promise<unknown>): Promise<BurnboxProblem> => {
-  const error = await promise.then(() => undefined, (error: unknown) => error)
+  const error = await promise.then(() => undefined, (rejection: unknown) => rejection)
   expect(error).toBeInstanceOf(BurnboxProblem)
   return error as BurnboxProblem
 }
@@ -82,6 +82,9 @@ describe("createClient", () => {
     const invalid = await problemOf(client.testMessages.inject({ aliasId: alias.id, from: "a@example.com", subject: "no body" }))
     expect(invalid).toMatchObject({ status: 422, code: "validation_failed" })
     expect(invalid.fields).toBeDefined()
+
+    const badSince = await problemOf(client.messages.wait({ alias, since: "yesterday-ish" }))
+    expect(badSince).toMatchObject({ code: "validation_failed", fields: { since: "invalid_date_time" } })
 
     const refused = await problemOf(createClient({ baseUrl: h.baseUrl, token: "bbx_not_a_token" }).aliases.find("a@b.example"))
     expect(refused).toMatchObject({ status: 401, code: "invalid_token" })
