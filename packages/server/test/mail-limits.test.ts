@@ -9,17 +9,18 @@
 import { sanitizeEmailHtml, textAsHtml } from "@burnbox/domain/mail/index"
 import { checked } from "@burnbox/domain/test/checked-html"
 import {
+  claimAlias,
   type DeliveryWorker,
   type Harness,
   nestedBold,
   nestedBoldWithText,
+  processed,
   type Session,
   SmtpClient,
   startDeliveryWorker,
   startHarness
 } from "@burnbox/testkit"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { claimAlias, processed } from "./messages-fixtures.ts"
 
 let h: Harness
 let worker: DeliveryWorker
