@@ -3,10 +3,9 @@
  * the same answer as the full stack, the same rules, and never a stale account after a change.
  */
 import { Account, StorageUsage } from "@burnbox/domain"
-import { expectProblem, expectShape, type Harness, SmtpClient, startHarness } from "@burnbox/testkit"
+import { claimAlias, expectProblem, expectShape, type Harness, injectMail, SmtpClient, startHarness } from "@burnbox/testkit"
 import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { claimAlias, injectMail } from "./messages-fixtures.ts"
 
 let h: Harness
 beforeAll(async () => {

@@ -12,10 +12,11 @@
  */
 import { cpus, loadavg } from "node:os"
 import {
+  claimAlias,
   dotStuff,
-  hostileMails,
   type Harness,
   type HostileMail,
+  hostileMails,
   manyLinks,
   type Session,
   SmtpClient,
@@ -23,7 +24,6 @@ import {
 } from "@burnbox/testkit"
 import { defaultMailWorkLimits, MaxAttempts } from "@burnbox/worker"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { claimAlias } from "./messages-fixtures.ts"
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 

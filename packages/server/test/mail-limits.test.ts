@@ -9,17 +9,18 @@
 import { sanitizeEmailHtml, textAsHtml } from "@burnbox/domain/mail/index"
 import { checked } from "@burnbox/domain/test/checked-html"
 import {
+  claimAlias,
   type DeliveryWorker,
   type Harness,
   nestedBold,
   nestedBoldWithText,
+  processed,
+  sendMail,
   type Session,
-  SmtpClient,
   startDeliveryWorker,
   startHarness
 } from "@burnbox/testkit"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { claimAlias, processed } from "./messages-fixtures.ts"
 
 let h: Harness
 let worker: DeliveryWorker
@@ -54,16 +55,7 @@ const rowOf = async (id: number) =>
   ))[0]!
 
 /** Sends over SMTP and waits until the pipeline is done with it. */
-const receive = async (raw: Uint8Array) => {
-  const reply = await SmtpClient.sendOne(h.smtpPort, address, raw, "mallory@attacker.example")
-  expect(reply.code, reply.text).toBe(250)
-  const id = Number(/stored as (\d+)/.exec(reply.text)?.[1])
-  for (const deadline = Date.now() + 20_000; Date.now() < deadline;) {
-    if (["processed", "failed"].includes((await rowOf(id)).processing_status)) break
-    await new Promise((resolve) => setTimeout(resolve, 20))
-  }
-  return id
-}
+const receive = (raw: Uint8Array) => sendMail(h, address, raw, { from: "mallory@attacker.example" })
 
 /** Test mail (POST /test/messages) of these bodies, once the pipeline processed it. */
 const inject = async (html: string, text: string | null = null) => {

@@ -5,9 +5,8 @@
  * process is left to it until the claim timeout passes on the clock.
  */
 import { ClaimTimeoutMs } from "@burnbox/worker"
-import { type Harness, type Session, startHarness } from "@burnbox/testkit"
+import { claimAlias, type Harness, injectMail, processed, type Session, startHarness } from "@burnbox/testkit"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { claimAlias, injectMail, processed } from "./messages-fixtures.ts"
 
 let h: Harness
 let owner: Session

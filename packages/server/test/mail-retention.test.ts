@@ -5,10 +5,9 @@
  * attachments, and corrects the alias and account storage counters.
  */
 import { Alias } from "@burnbox/domain"
-import { expectProblem, expectShape, type Harness, type Session, startHarness, SmtpClient } from "@burnbox/testkit"
+import { claimAlias, expectProblem, expectShape, type Harness, type Session, SmtpClient, startHarness } from "@burnbox/testkit"
 import { Schema } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { claimAlias } from "./messages-fixtures.ts"
 
 let h: Harness
 beforeAll(async () => {

@@ -4,9 +4,8 @@
  * otherwise) and is then served as application/octet-stream; a preview exists only for safe
  * image types, under a sandbox CSP, and dangerous or unsupported types answer 404.
  */
-import { expectProblem, type Harness, type Session, startHarness } from "@burnbox/testkit"
+import { claimAlias, type Detail, expectProblem, type Harness, injectMail, processed, type Session, startHarness } from "@burnbox/testkit"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { claimAlias, type Detail, injectMail, processed } from "./messages-fixtures.ts"
 
 let h: Harness
 let owner: Session

@@ -5,9 +5,8 @@
  * text full of operators) or a status with its Problem code and, for 422, the field it names.
  */
 import { MessagePage } from "@burnbox/domain"
-import { type Answer, expectProblem, expectShape, type Harness, type Session, startHarness } from "@burnbox/testkit"
+import { type Answer, claimAlias, deliver, expectProblem, expectShape, type Harness, type Session, startHarness } from "@burnbox/testkit"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { claimAlias, deliver } from "./messages-fixtures.ts"
 
 let h: Harness
 let owner: Session

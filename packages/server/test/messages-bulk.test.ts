@@ -5,9 +5,8 @@
  * tagId (422); ids the caller cannot see are 404 and nothing changes; maxPinned is 409.
  */
 import { BulkMessageResult } from "@burnbox/domain"
-import { expectProblem, expectShape, type Harness, type Session, startHarness } from "@burnbox/testkit"
+import { claimAlias, deliver, detail, expectProblem, expectShape, type Harness, type Session, startHarness } from "@burnbox/testkit"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { claimAlias, deliver, detail } from "./messages-fixtures.ts"
 
 let h: Harness
 let owner: Session

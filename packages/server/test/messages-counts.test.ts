@@ -6,9 +6,8 @@
  * total of the same set counted row by row (a no-op narrowing filter forces the counting).
  */
 import { BulkMessageResult } from "@burnbox/domain"
-import { expectShape, type Harness, type Session, startHarness } from "@burnbox/testkit"
+import { claimAlias, deliver, expectShape, type Harness, listIds, type Session, startHarness } from "@burnbox/testkit"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { claimAlias, deliver, listIds } from "./messages-fixtures.ts"
 
 let h: Harness
 const dayMs = 86_400_000

@@ -7,9 +7,8 @@
  */
 import { RemoteImagePreference } from "@burnbox/domain"
 import { walkHtml } from "@burnbox/domain/mail/sanitize"
-import { expectProblem, expectShape, type Harness, type Session, startHarness } from "@burnbox/testkit"
+import { claimAlias, deliver, detail, expectProblem, expectShape, type Harness, injectMail, processed, type Session, startHarness } from "@burnbox/testkit"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { claimAlias, deliver, detail, injectMail, processed } from "./messages-fixtures.ts"
 import { XssPayloads } from "@burnbox/domain/test/xss-payloads"
 import { checked } from "@burnbox/domain/test/checked-html"
 

@@ -4,9 +4,8 @@
  * full-text terms, alone and combined, newest first, and a cursor walk whose pages add up to the
  * total with no duplicate and no gap.
  */
-import { type Harness, type Session, startHarness } from "@burnbox/testkit"
+import { claimAlias, deliver, type Harness, listIds, type Session, startHarness } from "@burnbox/testkit"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { claimAlias, deliver, listIds } from "./messages-fixtures.ts"
 
 let h: Harness
 let session: Session

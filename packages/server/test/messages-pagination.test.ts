@@ -8,9 +8,8 @@
  * fixture sent; the harness clock stamps receivedAt, so mail sent without moving it ties.
  */
 import { MessagePage } from "@burnbox/domain"
-import { expectProblem, expectShape, type Harness, type Session, startHarness } from "@burnbox/testkit"
+import { claimAlias, expectProblem, expectShape, type Harness, injectMail, type MailInput, processed, type Session, startHarness } from "@burnbox/testkit"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { claimAlias, injectMail, type MailInput, processed } from "./messages-fixtures.ts"
 
 let h: Harness
 beforeAll(async () => {

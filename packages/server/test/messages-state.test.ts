@@ -5,10 +5,9 @@
  * the tags' messageCount follow, outside the trash; the weak ETag changes with the state.
  */
 import { MessageState, TagWithCount } from "@burnbox/domain"
-import { expectProblem, expectShape, type Harness, type Session, startHarness } from "@burnbox/testkit"
+import { aliasOf, claimAlias, deliver, detail, expectProblem, expectShape, type Harness, listIds, type Session, startHarness } from "@burnbox/testkit"
 import { Schema } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { aliasOf, claimAlias, deliver, detail, listIds } from "./messages-fixtures.ts"
 
 let h: Harness
 let owner: Session

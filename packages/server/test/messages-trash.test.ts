@@ -7,9 +7,8 @@
  * writes no event.
  */
 import { Alias, EmptyTrashResult, MessageDetail } from "@burnbox/domain"
-import { expectProblem, expectShape, type Harness, type Session, startHarness } from "@burnbox/testkit"
+import { aliasOf, type Caller, claimAlias, deliver, detail, expectProblem, expectShape, type Harness, listIds, type Session, startHarness } from "@burnbox/testkit"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { aliasOf, type Caller, claimAlias, deliver, detail, listIds } from "./messages-fixtures.ts"
 
 let h: Harness
 let owner: Session

@@ -4,10 +4,16 @@
  * cloned from the migrated template, and `Receiver.ts` a delivery worker on StoreLive, each
  * overriding only what a test controls (ports, DNS, webhook targets, the candidate seed, the
  * clock). Beside them: `ManualClock.ts`, `StoreTesting.ts` (one repository on a fresh database),
- * `SmtpClient.ts`, `HostileMail.ts` (pathological mail for the hostile-mail tests), `Shapes.ts`, the global setup (one embedded PostgreSQL per run) and reporter.
+ * `SmtpClient.ts`, `FakeMail.ts` (realistic verification mail, raw or as a test-mail request),
+ * `Inject.ts` (mail into a harness by the API or SMTP, and waiting for the pipeline), `ApiSteps.ts`
+ * (claim an alias, read messages), `HostileMail.ts` (pathological mail for the hostile-mail
+ * tests), `Shapes.ts`, the global setup (one embedded PostgreSQL per run) and reporter.
  */
+export * from "./ApiSteps.ts"
+export * from "./FakeMail.ts"
 export * from "./Harness.ts"
 export * from "./HostileMail.ts"
+export * from "./Inject.ts"
 export * from "./ManualClock.ts"
 export * from "./Shapes.ts"
 export * from "./Receiver.ts"
