@@ -1,5 +1,3 @@
-import { randomBytes } from "node:crypto"
-
 /** Event types of spec 6.1. */
 export type EventType =
   | "message.received"
@@ -15,8 +13,11 @@ export const ApiVersion = "2026-08-31"
 
 const crockford = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 
-/** A ULID (Crockford base32: 48-bit time, 80 random bits) for the given time. */
-export const ulid = (timeMs: number, random: Uint8Array = randomBytes(10)): string => {
+/**
+ * A ULID (Crockford base32: 48-bit time, 80 random bits) for the given time. The randomness is
+ * Web Crypto's, so the contract (which imports this file) also bundles for browsers.
+ */
+export const ulid = (timeMs: number, random: Uint8Array = crypto.getRandomValues(new Uint8Array(10))): string => {
   let time = ""
   let t = timeMs
   for (let i = 0; i < 10; i++) {

@@ -1,0 +1,110 @@
+/**
+ * The Promise face against a real service (the harness): an alias claimed in one call, test
+ * mail waited for and read with its code, the alias burned; the server's Problems arrive as
+ * typed BurnboxProblems with their status, code and fields.
+ */
+import { BurnboxProblem, type Client, createClient } from "@burnbox/client"
+import { type Harness, startHarness } from "@burnbox/testkit"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+
+let h: Harness
+let client: Client
+beforeAll(async () => {
+  h = await startHarness()
+  const session = await h.signup({ plan: "pro" })
+  const token = await h.createToken(session, ["read", "manage-aliases", "delete", "test", "webhooks"])
+  client = createClient({ baseUrl: h.baseUrl, token })
+})
+afterAll(() => h?.close())
+
+/** The rejection of `promise`, which must be a BurnboxProblem. */
+const problemOf = async (promise: Promise<unknown>): Promise<BurnboxProblem> => {
+  const error = await promise.then(() => undefined, (rejection: unknown) => rejection)
+  expect(error).toBeInstanceOf(BurnboxProblem)
+  return error as BurnboxProblem
+}
+
+describe("createClient", () => {
+  it("claims an alias, waits for injected mail with its code, then burns the alias", async () => {
+    const alias = await client.aliases.create({ label: "signup test" })
+    expect(alias).toMatchObject({ status: "active", label: "signup test", style: "words" })
+    expect(await client.aliases.find(alias.address.toUpperCase())).toMatchObject({ id: alias.id })
+
+    const injected = await client.testMessages.inject({
+      aliasId: alias.id,
+      from: "Shop <shop@example.com>",
+      subject: "Your code",
+      text: "Your verification code is 482913."
+    })
+    const message = await client.messages.wait({ alias: alias.address, timeout: 20 })
+    expect(message).toMatchObject({ id: injected.id, subject: "Your code", processingStatus: "processed" })
+    expect(message.otpCodes).toEqual(["482913"])
+    expect((await client.messages.get(message.id)).textBody).toContain("482913")
+    expect((await client.messages.list({ alias: alias.id })).items.map((m) => m.id)).toEqual([message.id])
+
+    await client.aliases.burn(alias.address)
+    expect(await client.aliases.find(alias.address)).toMatchObject({ status: "burned" })
+  })
+
+  it("answers a wait on an alias that gets no mail with a timeout problem", async () => {
+    const alias = await client.aliases.create()
+    const started = Date.now()
+    const problem = await problemOf(client.messages.wait({ alias, timeout: 1 }))
+    expect(problem).toMatchObject({ code: "timeout", status: 0 })
+    expect(Date.now() - started).toBeGreaterThanOrEqual(900)
+    // Polled with pauses, not in a busy loop.
+    expect(Date.now() - started).toBeLessThan(5_000)
+  })
+
+  it("only waits for mail received since the given instant", async () => {
+    const alias = await client.aliases.create()
+    await client.testMessages.inject({ aliasId: alias.id, from: "a@example.com", subject: "old", text: "old" })
+    await client.messages.wait({ alias, timeout: 20 })
+    const since = new Date(h.clock.now().getTime() + 1000)
+    h.clock.set(since.getTime() + 1000)
+    const [waited] = await Promise.all([
+      client.messages.wait({ alias: alias.id, since, timeout: 20 }),
+      new Promise((resolve) => setTimeout(resolve, 300)).then(() =>
+        client.testMessages.inject({ aliasId: alias.id, from: "a@example.com", subject: "new", text: "code 7731" }))
+    ])
+    expect(waited).toMatchObject({ subject: "new", otpCodes: ["7731"] })
+  })
+
+  it("turns the server's Problems into typed BurnboxProblems with code and fields", async () => {
+    const unknown = await problemOf(client.aliases.burn(999_999))
+    expect(unknown).toMatchObject({ status: 404, code: "not_found" })
+    expect(unknown.detail).toEqual(unknown.message)
+
+    const byAddress = await problemOf(client.aliases.burn("nobody@nowhere.example"))
+    expect(byAddress).toMatchObject({ status: 404, code: "not_found" })
+
+    const alias = await client.aliases.create()
+    const invalid = await problemOf(client.testMessages.inject({ aliasId: alias.id, from: "a@example.com", subject: "no body" }))
+    expect(invalid).toMatchObject({ status: 422, code: "validation_failed" })
+    expect(invalid.fields).toBeDefined()
+
+    const badSince = await problemOf(client.messages.wait({ alias, since: "yesterday-ish" }))
+    expect(badSince).toMatchObject({ code: "validation_failed", fields: { since: "invalid_date_time" } })
+
+    const refused = await problemOf(createClient({ baseUrl: h.baseUrl, token: "bbx_not_a_token" }).aliases.find("a@b.example"))
+    expect(refused).toMatchObject({ status: 401, code: "invalid_token" })
+  })
+
+  it("sends requests through the fetch it is given", async () => {
+    const seen: Array<string> = []
+    const session = await h.signup({ plan: "pro" })
+    const token = await h.createToken(session, ["read"])
+    const spying = createClient({
+      baseUrl: `${h.baseUrl}/`,
+      token,
+      fetch: (input, init) => {
+        seen.push(input instanceof Request ? input.url : String(input))
+        return fetch(input, init)
+      }
+    })
+    expect(await spying.messages.list()).toMatchObject({ items: [], total: 0 })
+    expect(await spying.run(spying.raw.account.me())).toMatchObject({ email: session.email })
+    expect(seen).toHaveLength(2)
+    expect(seen[0]).toContain("/api/v1/messages")
+  })
+})
