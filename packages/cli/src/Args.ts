@@ -5,7 +5,7 @@ export interface Args {
   readonly flags: ReadonlySet<string>
 }
 
-const booleanFlags = new Set(["admin", "clear", "help"])
+const booleanFlags = new Set(["admin", "clear", "help", "json", "otp", "link"])
 
 export class CliError extends Error {
   readonly code: string

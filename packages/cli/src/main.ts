@@ -1,14 +1,10 @@
 /**
- * The `burnbox` program (decisions.md): start | serve | ingest | worker | migrate | admin.
+ * The `burnbox` program (decisions.md): start | serve | ingest | worker | migrate | admin, and
+ * the API commands alias new | alias burn | mail wait (Remote.ts). Each group is loaded only
+ * when asked for: a CI script's `burnbox mail wait` does not load the server.
  */
 import { NodeRuntime } from "@effect/platform-node"
-import { IngestLive } from "@burnbox/ingest"
-import { HttpLive } from "@burnbox/server"
-import { BurnboxConfig, checkPortFree, DatabaseLive, DatabaseUrl, MigratedDatabase, StartupFailure, StoreLive } from "@burnbox/store"
-import { WorkerLive } from "@burnbox/worker"
-import { Cause, Effect, Layer, Logger, References } from "effect"
-import { admin } from "./Admin.ts"
-import { CliError, parseArgs } from "./Args.ts"
+import { Effect, Logger, References } from "effect"
 
 const usage = `burnbox: receive-only disposable email with an automation API
 
@@ -28,111 +24,32 @@ Usage:
 
 Configuration comes from the environment: DATABASE_URL, BURNBOX_DATA_DIR, BURNBOX_HTTP_PORT,
 BURNBOX_SMTP_PORT, BURNBOX_HOST, BURNBOX_SITE_URL, BURNBOX_DOMAINS, BURNBOX_SECRET, ...
+
+Against a running burnbox's API (BURNBOX_URL, BURNBOX_TOKEN), for test scripts and CI:
+  burnbox alias new [--domain D] [--style words|pronounceable|numeric] [--label L] [--json]
+                             reserve and claim an alias; prints its address
+  burnbox alias burn ADDRESS [--json]
+  burnbox mail wait --alias ADDRESS [--since DATE] [--timeout S] [--otp|--link|--json]
+                             prints the first matching message's code, link or detail
+  Exit codes: 0 ok, 1 time-out or not found, 2 usage error, 3 configuration, token or API error.
 `
 
 /** Logs go to stderr, so stdout carries only what a command prints. */
 const StderrLogger = Logger.layer([Logger.withConsoleError(Logger.formatSimple)])
 
-const banner = Effect.gen(function*() {
-  const config = yield* BurnboxConfig
-  const lines = [
-    "burnbox is running",
-    `  API      ${config.baseUrl}`,
-    `  docs     ${config.siteUrl}/docs`,
-    `  SMTP     ${config.host}:${config.smtpPort} (domains: ${config.domains.map((d) => d.name).join(", ")})`,
-    `  data     ${config.dataDir}`,
-    "Create an account:",
-    `  curl -i -X POST ${config.baseUrl}/auth/signup -H 'content-type: application/json' -d '{"email":"you@example.com","password":"correct horse"}'`,
-    "  or: ./pnpmw burnbox admin account create --email you@example.com --password 'correct horse' --plan pro",
-    "Stop with Ctrl-C."
-  ]
-  process.stdout.write(lines.join("\n") + "\n")
-})
-
-/** The listeners a role opens, checked before anything starts so a taken port is one line. */
-const Ports = {
-  http: (config: BurnboxConfig["Service"]) => checkPortFree(config.host, config.httpPort, "BURNBOX_HTTP_PORT"),
-  smtp: (config: BurnboxConfig["Service"]) => checkPortFree(config.host, config.smtpPort, "BURNBOX_SMTP_PORT")
-}
-
-/**
- * Runs `roles` until interrupted, once the ports they listen on are known to be free: the
- * store's services and the database are provided here, once, for all of them.
- */
-const launch = <A, E, R>(
-  roles: Layer.Layer<A, E, R>,
-  options: {
-    readonly ports: ReadonlyArray<(config: BurnboxConfig["Service"]) => Effect.Effect<void, StartupFailure>>
-    readonly database: ReturnType<typeof DatabaseLive>
-  }
-) =>
-  Effect.gen(function*() {
-    const config = yield* BurnboxConfig
-    for (const port of options.ports) yield* port(config)
-    return yield* Layer.launch(Layer.mergeAll(roles, Layer.effectDiscard(banner)).pipe(
-      Layer.provide(StoreLive),
-      Layer.provide(options.database)
-    ))
-  })
-
-/**
- * A failure before the service runs is one line on stderr and exit code 1: what went wrong and
- * what to set. Anything else is printed whole.
- */
-const reportFailure = <A, E, R>(program: Effect.Effect<A, E, R>) =>
-  program.pipe(Effect.provide(BurnboxConfig.layer), Effect.catchCause((cause) => {
-    if (Cause.hasInterruptsOnly(cause)) return Effect.failCause(cause)
-    const errors = cause.reasons.flatMap((reason) => Cause.isFailReason(reason) ? [reason.error] : Cause.isDieReason(reason) ? [reason.defect] : [])
-    const startup = errors.find((error): error is StartupFailure => error instanceof StartupFailure)
-    const configError = errors.find((error) => (error as { _tag?: unknown })?._tag === "ConfigError")
-    const line = startup?.message ?? (configError === undefined ? undefined : `configuration: ${String((configError as { message?: unknown }).message ?? configError)}`)
-    return Effect.sync(() => {
-      process.stderr.write(line === undefined ? `burnbox: ${Cause.pretty(cause)}\n` : `burnbox: ${line}\n`)
-      process.exitCode = 1
-      // Whatever a half-started role left open must not keep the process from exiting.
-      setTimeout(() => process.exit(1), 2000).unref()
-    })
-  }))
-
-/** Prints one JSON document; a CliError becomes `{error: {code, message}}` and exit code 1. */
-const printJson = <A, E, R>(program: Effect.Effect<A, E, R>) =>
-  program.pipe(
-    Effect.provide(BurnboxConfig.layer),
-    Effect.map((value) => process.stdout.write(JSON.stringify(value, null, 2) + "\n")),
-    Effect.catchCause((cause) => {
-      const failure = [...Cause.prettyErrors(cause)][0]
-      const defect = cause.reasons.find(Cause.isDieReason)?.defect
-      const error = defect instanceof CliError ? defect : failure
-      const code = error instanceof CliError ? error.code : "failed"
-      process.stdout.write(JSON.stringify({ error: { code, message: error?.message ?? "failed" } }, null, 2) + "\n")
-      process.exitCode = 1
-      return Effect.void
-    })
-  )
-
 const main = (argv: ReadonlyArray<string>) => {
   const [command, ...rest] = argv
   switch (command) {
     case "start":
-      return reportFailure(launch(Layer.mergeAll(HttpLive, IngestLive, WorkerLive), {
-        ports: [Ports.http, Ports.smtp],
-        database: DatabaseLive({ maxConnections: 30, url: DatabaseUrl.layerExclusive })
-      }))
     case "serve":
-      return reportFailure(launch(HttpLive, { ports: [Ports.http], database: DatabaseLive({ maxConnections: 30 }) }))
     case "ingest":
-      return reportFailure(launch(IngestLive, { ports: [Ports.smtp], database: DatabaseLive({ maxConnections: 30 }) }))
     case "worker":
-      return reportFailure(launch(WorkerLive, { ports: [], database: DatabaseLive({ maxConnections: 30 }) }))
     case "migrate":
-      return printJson(Effect.gen(function*() {
-        const { applied } = yield* MigratedDatabase
-        return { applied }
-      }).pipe(Effect.provide(MigratedDatabase.layer.pipe(Layer.provideMerge(DatabaseUrl.layer)))))
     case "admin":
-      return printJson(Effect.suspend(() => admin(parseArgs(rest))).pipe(
-        Effect.provide(StoreLive.pipe(Layer.provide(DatabaseLive({ maxConnections: 2 }))))
-      ))
+      return Effect.promise(() => import("./Service.ts")).pipe(Effect.flatMap(({ service }) => service(command, rest)))
+    case "alias":
+    case "mail":
+      return Effect.promise(() => import("./Remote.ts")).pipe(Effect.flatMap(({ remote }) => remote(argv)))
     case undefined:
     case "help":
     case "--help":

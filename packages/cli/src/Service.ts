@@ -1,0 +1,113 @@
+/**
+ * The commands that run burnbox itself or work on its database: start | serve | ingest | worker |
+ * migrate | admin. Loaded by main.ts only for them, so the API commands (Remote.ts) start fast.
+ */
+import { IngestLive } from "@burnbox/ingest"
+import { HttpLive } from "@burnbox/server"
+import { BurnboxConfig, checkPortFree, DatabaseLive, DatabaseUrl, MigratedDatabase, StartupFailure, StoreLive } from "@burnbox/store"
+import { WorkerLive } from "@burnbox/worker"
+import { Cause, Effect, Layer } from "effect"
+import { admin } from "./Admin.ts"
+import { CliError, parseArgs } from "./Args.ts"
+
+const banner = Effect.gen(function*() {
+  const config = yield* BurnboxConfig
+  const lines = [
+    "burnbox is running",
+    `  API      ${config.baseUrl}`,
+    `  docs     ${config.siteUrl}/docs`,
+    `  SMTP     ${config.host}:${config.smtpPort} (domains: ${config.domains.map((d) => d.name).join(", ")})`,
+    `  data     ${config.dataDir}`,
+    "Create an account:",
+    `  curl -i -X POST ${config.baseUrl}/auth/signup -H 'content-type: application/json' -d '{"email":"you@example.com","password":"correct horse"}'`,
+    "  or: ./pnpmw burnbox admin account create --email you@example.com --password 'correct horse' --plan pro",
+    "Stop with Ctrl-C."
+  ]
+  process.stdout.write(lines.join("\n") + "\n")
+})
+
+/** The listeners a role opens, checked before anything starts so a taken port is one line. */
+const Ports = {
+  http: (config: BurnboxConfig["Service"]) => checkPortFree(config.host, config.httpPort, "BURNBOX_HTTP_PORT"),
+  smtp: (config: BurnboxConfig["Service"]) => checkPortFree(config.host, config.smtpPort, "BURNBOX_SMTP_PORT")
+}
+
+/**
+ * Runs `roles` until interrupted, once the ports they listen on are known to be free: the
+ * store's services and the database are provided here, once, for all of them.
+ */
+const launch = <A, E, R>(
+  roles: Layer.Layer<A, E, R>,
+  options: {
+    readonly ports: ReadonlyArray<(config: BurnboxConfig["Service"]) => Effect.Effect<void, StartupFailure>>
+    readonly database: ReturnType<typeof DatabaseLive>
+  }
+) =>
+  Effect.gen(function*() {
+    const config = yield* BurnboxConfig
+    for (const port of options.ports) yield* port(config)
+    return yield* Layer.launch(Layer.mergeAll(roles, Layer.effectDiscard(banner)).pipe(
+      Layer.provide(StoreLive),
+      Layer.provide(options.database)
+    ))
+  })
+
+/**
+ * A failure before the service runs is one line on stderr and exit code 1: what went wrong and
+ * what to set. Anything else is printed whole.
+ */
+const reportFailure = <A, E, R>(program: Effect.Effect<A, E, R>) =>
+  program.pipe(Effect.provide(BurnboxConfig.layer), Effect.catchCause((cause) => {
+    if (Cause.hasInterruptsOnly(cause)) return Effect.failCause(cause)
+    const errors = cause.reasons.flatMap((reason) => Cause.isFailReason(reason) ? [reason.error] : Cause.isDieReason(reason) ? [reason.defect] : [])
+    const startup = errors.find((error): error is StartupFailure => error instanceof StartupFailure)
+    const configError = errors.find((error) => (error as { _tag?: unknown })?._tag === "ConfigError")
+    const line = startup?.message ?? (configError === undefined ? undefined : `configuration: ${String((configError as { message?: unknown }).message ?? configError)}`)
+    return Effect.sync(() => {
+      process.stderr.write(line === undefined ? `burnbox: ${Cause.pretty(cause)}\n` : `burnbox: ${line}\n`)
+      process.exitCode = 1
+      // Whatever a half-started role left open must not keep the process from exiting.
+      setTimeout(() => process.exit(1), 2000).unref()
+    })
+  }))
+
+/** Prints one JSON document; a CliError becomes `{error: {code, message}}` and exit code 1. */
+const printJson = <A, E, R>(program: Effect.Effect<A, E, R>) =>
+  program.pipe(
+    Effect.provide(BurnboxConfig.layer),
+    Effect.map((value) => process.stdout.write(JSON.stringify(value, null, 2) + "\n")),
+    Effect.catchCause((cause) => {
+      const failure = [...Cause.prettyErrors(cause)][0]
+      const defect = cause.reasons.find(Cause.isDieReason)?.defect
+      const error = defect instanceof CliError ? defect : failure
+      const code = error instanceof CliError ? error.code : "failed"
+      process.stdout.write(JSON.stringify({ error: { code, message: error?.message ?? "failed" } }, null, 2) + "\n")
+      process.exitCode = 1
+      return Effect.void
+    })
+  )
+
+export const service = (command: "start" | "serve" | "ingest" | "worker" | "migrate" | "admin", rest: ReadonlyArray<string>) => {
+  switch (command) {
+    case "start":
+      return reportFailure(launch(Layer.mergeAll(HttpLive, IngestLive, WorkerLive), {
+        ports: [Ports.http, Ports.smtp],
+        database: DatabaseLive({ maxConnections: 30, url: DatabaseUrl.layerExclusive })
+      }))
+    case "serve":
+      return reportFailure(launch(HttpLive, { ports: [Ports.http], database: DatabaseLive({ maxConnections: 30 }) }))
+    case "ingest":
+      return reportFailure(launch(IngestLive, { ports: [Ports.smtp], database: DatabaseLive({ maxConnections: 30 }) }))
+    case "worker":
+      return reportFailure(launch(WorkerLive, { ports: [], database: DatabaseLive({ maxConnections: 30 }) }))
+    case "migrate":
+      return printJson(Effect.gen(function*() {
+        const { applied } = yield* MigratedDatabase
+        return { applied }
+      }).pipe(Effect.provide(MigratedDatabase.layer.pipe(Layer.provideMerge(DatabaseUrl.layer)))))
+    case "admin":
+      return printJson(Effect.suspend(() => admin(parseArgs(rest))).pipe(
+        Effect.provide(StoreLive.pipe(Layer.provide(DatabaseLive({ maxConnections: 2 }))))
+      ))
+  }
+}
