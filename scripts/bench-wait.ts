@@ -50,9 +50,8 @@ const main = async (): Promise<number> => {
   const token = await burnbox.setupAccount(email)
   await burnbox.cli(["admin", "account", "override", "--email", email, "--set", `activeAliasCap=${waiters + 10},aliasLifetimeCap=${waiters + 10}`])
   const aliases: Array<{ id: number; address: string }> = []
-  for (let start = 0; start < waiters; start += 8) {
-    aliases.push(...await Promise.all(Array.from({ length: Math.min(8, waiters - start) }, () => burnbox.claimAlias(token))))
-  }
+  // One at a time: a new reservation of the account releases its previous one.
+  while (aliases.length < waiters) aliases.push(await burnbox.claimAlias(token))
   log(`claimed ${aliases.length} aliases`)
 
   const listener = await burnbox.db()
