@@ -1,7 +1,7 @@
 import { createServer } from "node:http"
 import { NodeHttpServer } from "@effect/platform-node"
 import { BurnboxApi } from "@burnbox/domain"
-import { BurnboxConfig } from "@burnbox/store"
+import { BurnboxConfig, MessageWaits } from "@burnbox/store"
 import { Effect, Layer } from "effect"
 import { HttpRouter } from "effect/http"
 import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
@@ -41,11 +41,22 @@ export const HttpRoutes = Layer.mergeAll(
 export const NodeServerLive = (options: { readonly port: number; readonly host: string }) => NodeHttpServer.layer(createServer, options)
 
 /**
+ * Built after the server, so closed before it: at shutdown the requests waiting for mail answer
+ * what they have (their page, the empty page, the detail) instead of holding Node's close until
+ * its grace period ends and then losing their connection.
+ */
+const ReleaseWaitsFirst = Layer.effectDiscard(Effect.gen(function*() {
+  const waits = yield* MessageWaits
+  yield* Effect.addFinalizer(() => waits.release)
+}))
+
+/**
  * The routes served on host:port. Answers the server (its bound address) and HotReads.
  * `disableListenLog` leaves out the "Listening on" line (the test harness).
  */
 export const httpListener = (options: { readonly port: number; readonly host: string; readonly disableListenLog?: boolean }) =>
-  HttpRouter.serve(HttpRoutes, { disableLogger: true, disableListenLog: options.disableListenLog ?? false }).pipe(
+  ReleaseWaitsFirst.pipe(
+    Layer.provideMerge(HttpRouter.serve(HttpRoutes, { disableLogger: true, disableListenLog: options.disableListenLog ?? false })),
     Layer.provideMerge(NodeServerLive({ port: options.port, host: options.host }))
   )
 

@@ -18,6 +18,7 @@ import { SearchIndex } from "./search/SearchIndex.ts"
 import { Mailstore } from "./messages/Mailstore.ts"
 import { MessageActions } from "./messages/MessageActions.ts"
 import { Messages } from "./messages/Messages.ts"
+import { MessageWaits } from "./messages/MessageWaits.ts"
 import { Notices } from "./notices/Notices.ts"
 import { MailQueue } from "./pipeline/MailQueue.ts"
 import type { BurnboxConfig } from "./platform/Config.ts"
@@ -78,7 +79,8 @@ const RealtimeOnFirstUse = Layer.effect(Realtime, Effect.gen(function*() {
   const started = yield* onFirstUse(Realtime, Realtime.layer)
   return Realtime.of({
     publish: (event) => Effect.flatMap(started, (realtime) => realtime.publish(event)),
-    subscribe: (accountId) => Effect.flatMap(started, (realtime) => realtime.subscribe(accountId))
+    subscribe: (accounts, wants) => Effect.flatMap(started, (realtime) => realtime.subscribe(accounts, wants)),
+    subscriptions: Effect.flatMap(started, (realtime) => realtime.subscriptions)
   })
 }))
 
@@ -99,6 +101,8 @@ export const storeLayer = (options: { readonly random: Layer.Layer<CandidateRand
     Mailstore.layerNoDeps,
     Messages.layerNoDeps,
     MessageActions.layerNoDeps,
+    // Messages.layerNoDeps and RealtimeOnFirstUse are the instances above (layers are built once).
+    MessageWaits.layerNoDeps.pipe(Layer.provide([Messages.layerNoDeps, RealtimeOnFirstUse])),
     Notices.layer,
     // webhooks: endpoints, the delivery queue, signatures, the way out
     Webhooks.layer,

@@ -80,7 +80,7 @@ layer(Queues)("MailQueue", (it) => {
       const [indexed] = yield* sql<{ n: number }>`
         SELECT count(*)::int AS n FROM message_search WHERE id = ${id} AND account_id = ${mine.accountId}`
       assert.strictEqual(indexed!.n, 1)
-      assert.deepStrictEqual(yield* Queue.take(events), { accountId: mine.accountId, messageId: id, status: "processed" })
+      assert.deepStrictEqual(yield* Queue.take(events), { accountId: mine.accountId, aliasId: mine.aliasId, messageId: id, status: "processed" })
       assert.strictEqual(yield* Queue.size(otherEvents), 0)
     }).pipe(Effect.scoped))
 
@@ -104,7 +104,7 @@ layer(Queues)("MailQueue", (it) => {
         SELECT m.processing_status, m.failure_reason, (SELECT count(*)::int FROM message_raw r WHERE r.message_id = m.id) AS raw
         FROM messages m WHERE m.id = ${id}`
       assert.deepStrictEqual(after, { processing_status: "failed", failure_reason: "unparsable: test", raw: 1 })
-      assert.deepStrictEqual(yield* Queue.take(events), { accountId, messageId: id, status: "failed" })
+      assert.deepStrictEqual(yield* Queue.take(events), { accountId, aliasId, messageId: id, status: "failed" })
     }).pipe(Effect.scoped))
 
   it.effect("takeOver gives back the claims of a process that has no connection left", () =>
@@ -134,10 +134,10 @@ describe("Realtime across processes", () => {
       }).pipe(Effect.provide(subscriberProcess))
       yield* Effect.gen(function*() {
         const realtime = yield* Realtime
-        yield* realtime.publish({ accountId: 8, messageId: 1, status: "processed" })
-        yield* realtime.publish({ accountId: 7, messageId: 2, status: "failed" })
+        yield* realtime.publish({ accountId: 8, aliasId: 1, messageId: 1, status: "processed" })
+        yield* realtime.publish({ accountId: 7, aliasId: 2, messageId: 2, status: "failed" })
       }).pipe(Effect.provide(publisherProcess))
-      assert.deepStrictEqual(yield* Queue.take(events).pipe(Effect.timeout("10 seconds")), { accountId: 7, messageId: 2, status: "failed" })
+      assert.deepStrictEqual(yield* Queue.take(events).pipe(Effect.timeout("10 seconds")), { accountId: 7, aliasId: 2, messageId: 2, status: "failed" })
     }).pipe(Effect.scoped))
 })
 

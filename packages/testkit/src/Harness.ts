@@ -10,7 +10,7 @@ import { PgClient } from "@effect/sql-pg"
 import { HotReads, httpListener } from "@burnbox/server"
 import { SmtpListener, smtpListener } from "@burnbox/ingest"
 import { DnsResolver, MailWorkers, type MailWorkLimits, PipelineLive } from "@burnbox/worker"
-import { AccountSnapshots, Aliases, Mailstore, BurnboxConfig, DatabaseUrl, freePort, type BurnboxSettings, CandidateRandom, processApplicationName, storeLayer, withClient, withDatabase, type HostResolver, TargetResolver } from "@burnbox/store"
+import { AccountSnapshots, Aliases, Mailstore, Realtime, BurnboxConfig, DatabaseUrl, freePort, type BurnboxSettings, CandidateRandom, processApplicationName, storeLayer, withClient, withDatabase, type HostResolver, TargetResolver } from "@burnbox/store"
 import { seededRandom } from "@burnbox/domain/aliases/index"
 import { Clock, Context, Effect, Exit, Layer, Option, Redacted, Scope } from "effect"
 import { HttpServer } from "effect/http"
@@ -51,6 +51,8 @@ export interface Harness {
   readonly clock: ManualClock
   /** How many requests the hot read path (GET /me, /storage from caches) answered. */
   readonly hotReadsServed: () => number
+  /** How many realtime subscriptions (waiting requests among them) this process holds. */
+  readonly realtimeSubscriptions: () => Promise<number>
   readonly request: <A = any>(path: string, options?: RequestOptions) => Promise<Answer<A>>
   readonly signup: (options?: { email?: string; plan?: "free" | "premium" | "pro" }) => Promise<Session>
   readonly createToken: (session: Session, scopes: ReadonlyArray<string>, name?: string) => Promise<string>
@@ -143,6 +145,7 @@ export const startHarness = async (
   const mailstore = Context.get(context, Mailstore)
   const smtpPort = Context.get(context, SmtpListener).port
   const hotReads = Context.get(context, HotReads)
+  const realtime = Context.get(context, Realtime)
   // Writes made on another connection or by another process reach the API's account
   // snapshots by notification; the helpers below forget them at once so tests need not wait.
   const snapshots = Context.get(context, AccountSnapshots)
@@ -226,6 +229,7 @@ export const startHarness = async (
     databaseUrl: Redacted.value(url),
     clock,
     hotReadsServed: hotReads.served,
+    realtimeSubscriptions: () => Effect.runPromise(realtime.subscriptions),
     request,
     signup,
     createToken,

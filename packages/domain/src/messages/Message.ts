@@ -115,7 +115,6 @@ export type MessagePage = typeof MessagePage.Type
 
 const BooleanParam = Schema.Literals(["true", "false"])
 
-/** Spec 4.5 query parameters of GET /messages; out-of-range values are 422, never clamped. */
 /**
  * Waiting for mail (decisions.md): how long, in whole seconds (1..120), GET /messages holds an
  * empty page, or GET /messages/{id} a message still in the pipeline, before it answers.
@@ -127,6 +126,7 @@ export const GetMessageQuery = {
   wait: Schema.optionalKey(WaitSeconds)
 }
 
+/** Spec 4.5 query parameters of GET /messages; out-of-range values are 422, never clamped. */
 export const ListMessagesQuery = {
   q: Schema.optionalKey(Schema.String.check(Schema.isMaxLength(512))),
   alias: Schema.optionalKey(IdFromPath),

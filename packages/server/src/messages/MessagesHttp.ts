@@ -1,6 +1,6 @@
 import { BearerStateFields, BurnboxApi, Conflict, CurrentPrincipal, Forbidden, NotFound } from "@burnbox/domain"
-import { BurnboxConfig, MessageActions, Messages } from "@burnbox/store"
-import { Effect } from "effect"
+import { BurnboxConfig, MessageActions, Messages, MessageWaits } from "@burnbox/store"
+import { Duration, Effect } from "effect"
 import { HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { withProblems } from "../platform/ProblemMapping.ts"
@@ -46,10 +46,16 @@ export const MessagesHttp = HttpApiBuilder.group(BurnboxApi, "messages", Effect.
   const messages = yield* Messages
   const actions = yield* MessageActions
   const config = yield* BurnboxConfig
+  const waits = yield* MessageWaits
   return handlers
-    .handle("list", ({ query }) => withProblems(Effect.flatMap(CurrentPrincipal, (p) => messages.list(p.accountId, query))))
-    .handle("get", ({ params }) =>
-      Effect.flatMap(CurrentPrincipal, (p) => messages.detail(p.accountId, params.id, config.baseUrl)).pipe(
+    .handle("list", ({ query: { wait, ...page } }) =>
+      withProblems(Effect.flatMap(CurrentPrincipal, (p) =>
+        wait === undefined ? messages.list(p.accountId, page) : waits.list(p.accountId, page, Duration.seconds(wait)))))
+    .handle("get", ({ params, query: { wait } }) =>
+      Effect.flatMap(CurrentPrincipal, (p) =>
+        wait === undefined
+          ? messages.detail(p.accountId, params.id, config.baseUrl)
+          : waits.detail(p.accountId, params.id, config.baseUrl, Duration.seconds(wait))).pipe(
         Effect.flatMap((detail) => (detail === undefined ? notFound() : conditionalJson(detail)))
       ))
     .handle("raw", ({ params }) =>

@@ -94,11 +94,17 @@ const summaryColumns = `m.id, m.source, m.alias_id, m.sender_name, m.sender_addr
   m.envelope_from, m.subject, m.snippet, m.received_at, m.expires_at, m.size_bytes, s.is_read, s.starred, s.pinned,
   s.archived, m.trashed_at, m.trash_purge_at, m.has_attachments, m.spam_score, m.auth, m.otp_codes, m.processing_status`
 
+/**
+ * A page of GET /messages: its filters, cursor and size. `tail` (a wait on `sort=oldest`): the
+ * last page too carries a cursor, just past its last message, and an empty page the cursor it was
+ * asked with, so a reader following `nextCursor` waits for the next message.
+ */
+export type ListPage = ListFilters & { readonly cursor?: string; readonly limit?: number; readonly tail?: boolean }
+
 export class Messages extends Context.Service<Messages, {
   readonly detail: (accountId: number, id: number, baseUrl: string) => Effect.Effect<MessageDetail | undefined>
   readonly raw: (accountId: number, id: number) => Effect.Effect<Uint8Array | undefined>
-  readonly list: (accountId: number, filters: ListFilters & { readonly cursor?: string; readonly limit?: number }) =>
-    Effect.Effect<MessagePage, InvalidCursor | SearchQueryError>
+  readonly list: (accountId: number, filters: ListPage) => Effect.Effect<MessagePage, InvalidCursor | SearchQueryError>
 }>()("burnbox/Messages") {
   /** Needs BlobStore, SearchIndex and MailboxAccess besides the SQL client and the keyring. */
   static readonly layerNoDeps = Layer.effect(Messages, Effect.gen(function*() {
@@ -162,8 +168,8 @@ export class Messages extends Context.Service<Messages, {
       return counted.pipe(Effect.flatMap(decodeTotals), Effect.map((rows) => rows[0]!.total))
     }
 
-    const list = Effect.fn("Messages.list")(function*(accountId: number, filters: ListFilters & { readonly cursor?: string; readonly limit?: number }) {
-      const { cursor, limit = 50, ...rest } = filters
+    const list = Effect.fn("Messages.list")(function*(accountId: number, filters: ListPage) {
+      const { cursor, limit = 50, tail = false, ...rest } = filters
       const { where, view, indexed, query, counted } = yield* listConditions({ sql, search, access }, accountId, rest)
       const newest = (rest.sort ?? "newest") === "newest"
       let position: { receivedAt: string; id: number } | undefined
@@ -210,8 +216,10 @@ export class Messages extends Context.Service<Messages, {
       const last = page[page.length - 1]?.row
       return {
         items: page.map((p) => p.summary),
-        nextCursor: rows.length > limit && last !== undefined
+        nextCursor: (rows.length > limit || tail) && last !== undefined
           ? encodeCursor(keyring, accountId, rest, { receivedAt: last.received_at.toISOString(), id: last.id })
+          : tail && last === undefined
+          ? cursor ?? null
           : null,
         total
       } satisfies MessagePage

@@ -166,7 +166,7 @@ export class MailQueue extends Context.Service<MailQueue, {
         sql`
           WITH failed AS (
             UPDATE messages SET processing_status = 'failed', failure_reason = ${reason}, processed_at = ${at}
-            WHERE id = ${id} RETURNING id, account_id)
+            WHERE id = ${id} RETURNING id, account_id, alias_id)
           SELECT ${publishFragment(sql, "failed", "failed")} FROM failed`
       ).pipe(Effect.orDie, Effect.asVoid)
 

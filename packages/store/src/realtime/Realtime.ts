@@ -6,14 +6,15 @@
  * Mercure hub and the web inbox subscribe here.
  */
 import { PgClient } from "@effect/sql-pg"
-import { Context, Effect, Layer, Option, PubSub, Queue, Schema, type Scope } from "effect"
+import { Context, Effect, Layer, Option, Queue, Schema, type Scope } from "effect"
 import { SqlClient, type Statement } from "effect/sql"
 
 export const RealtimeChannel = "burnbox_realtime"
 
-/** A message of an account reached the end of the pipeline. */
+/** A message of an account (in one of its aliases' mailboxes) reached the end of the pipeline. */
 export const MailEvent = Schema.Struct({
   accountId: Schema.Int,
+  aliasId: Schema.Int,
   messageId: Schema.Int,
   status: Schema.Literals(["processed", "failed"])
 })
@@ -23,45 +24,83 @@ const decodeEvent = Schema.decodeUnknownOption(Schema.fromJsonString(MailEvent))
 
 /**
  * The statement fragment that publishes one `MailEvent` per row of `rows` (a CTE or table with
- * `id` and `account_id` columns): a select-list item for the writer's own statement.
+ * `id`, `account_id` and `alias_id` columns): a select-list item for the writer's own statement.
  */
 export const publishFragment = (sql: SqlClient.SqlClient, status: MailEvent["status"], rows: string): Statement.Fragment =>
-  sql`pg_notify(${RealtimeChannel}, json_build_object('accountId', ${sql(rows)}.account_id, 'messageId', ${sql(rows)}.id, 'status', ${status}::text)::text)`
+  sql`pg_notify(${RealtimeChannel}, json_build_object('accountId', ${sql(rows)}.account_id, 'aliasId', ${sql(rows)}.alias_id, 'messageId', ${sql(rows)}.id, 'status', ${status}::text)::text)`
+
+/** Which of its accounts' events a subscriber hears: all of them without a test. */
+export type EventTest = (event: MailEvent) => boolean
+
+const everyEvent: EventTest = () => true
+
+interface Subscriber {
+  readonly events: Queue.Queue<MailEvent>
+  readonly wants: EventTest
+}
 
 export class Realtime extends Context.Service<Realtime, {
   /** Publishes to every process, after the surrounding transaction commits (if any). */
   readonly publish: (event: MailEvent) => Effect.Effect<void>
-  /** The events of one account from now until the scope closes. */
-  readonly subscribe: (accountId: number) => Effect.Effect<Queue.Dequeue<MailEvent>, never, Scope.Scope>
+  /**
+   * The events of one or more accounts (those `wants`, if given) from now until the scope closes.
+   * A subscription is an entry in its accounts' sets: an event costs a lookup of its account and
+   * a test per subscriber of that account, whatever else subscribes.
+   */
+  readonly subscribe: (accounts: number | ReadonlyArray<number>, wants?: EventTest) => Effect.Effect<Queue.Dequeue<MailEvent>, never, Scope.Scope>
+  /** How many subscriptions are open in this process. */
+  readonly subscriptions: Effect.Effect<number>
 }>()("burnbox/Realtime") {
   /** One LISTEN connection per process; closing the layer's scope stops it. */
   static readonly layer = Layer.effect(Realtime, Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const pg = yield* PgClient.PgClient
-    const hub = yield* PubSub.unbounded<MailEvent>()
+    const byAccount = new Map<number, Set<Subscriber>>()
+    let open = 0
+    const deliver = (event: MailEvent) => {
+      for (const subscriber of byAccount.get(event.accountId) ?? []) {
+        if (subscriber.wants(event)) Queue.offerUnsafe(subscriber.events, event)
+      }
+    }
     const notifications = yield* pg.listen(RealtimeChannel).pipe(Effect.orDie)
     yield* Queue.take(notifications).pipe(
-      Effect.flatMap((notification) => Option.match(decodeEvent(notification.payload), {
-        onNone: () => Effect.void,
-        onSome: (event) => PubSub.publish(hub, event)
-      })),
+      Effect.flatMap((notification) => Effect.sync(() => Option.map(decodeEvent(notification.payload), deliver))),
       Effect.forever,
       Effect.catchCause((cause) => Effect.logError("realtime: the LISTEN connection ended", cause)),
       Effect.forkScoped
     )
+    const subscribe = (accounts: number | ReadonlyArray<number>, wants: EventTest = everyEvent) =>
+      Effect.flatMap(Queue.unbounded<MailEvent>(), (events) => {
+        const subscriber: Subscriber = { events, wants }
+        const ids = [...new Set(typeof accounts === "number" ? [accounts] : accounts)]
+        return Effect.acquireRelease(
+          Effect.sync(() => {
+            for (const id of ids) {
+              const set = byAccount.get(id)
+              if (set === undefined) byAccount.set(id, new Set([subscriber]))
+              else set.add(subscriber)
+            }
+            open++
+            return events as Queue.Dequeue<MailEvent>
+          }),
+          () =>
+            Effect.andThen(
+              Effect.sync(() => {
+                for (const id of ids) {
+                  const set = byAccount.get(id)
+                  set?.delete(subscriber)
+                  if (set?.size === 0) byAccount.delete(id)
+                }
+                open--
+              }),
+              Queue.shutdown(events)
+            )
+        )
+      })
     return Realtime.of({
       publish: (event) => sql`SELECT pg_notify(${RealtimeChannel}, ${JSON.stringify(event)})`.pipe(Effect.orDie, Effect.asVoid),
-      subscribe: (accountId) =>
-        Effect.gen(function*() {
-          const all = yield* PubSub.subscribe(hub)
-          const mine = yield* Queue.unbounded<MailEvent>()
-          yield* PubSub.take(all).pipe(
-            Effect.flatMap((event) => event.accountId === accountId ? Queue.offer(mine, event) : Effect.void),
-            Effect.forever,
-            Effect.forkScoped
-          )
-          return mine
-        })
+      subscribe,
+      subscriptions: Effect.sync(() => open)
     })
   }))
 }

@@ -21,6 +21,9 @@ export type MailboxUse = "read" | "delete"
 /** Whether a role may use a mailbox so. */
 export const roleAllows = (role: MailboxRole, use: MailboxUse): boolean => use === "read" || role !== "viewer"
 
+/** The accounts whose mail an account reads, while only owners read a mailbox: its own. */
+const ownAccountOnly = (accountId: number): Effect.Effect<ReadonlyArray<number>> => Effect.succeed([accountId])
+
 export class MailboxAccess extends Context.Service<MailboxAccess, {
   /** How `accountId` reaches the mailbox of `aliasId`; none for a stranger (or no such alias). */
   readonly role: (accountId: number, aliasId: number) => Effect.Effect<Option.Option<MailboxRole>>
@@ -30,6 +33,11 @@ export class MailboxAccess extends Context.Service<MailboxAccess, {
    * (`m` for `m.account_id`); without it the column is unqualified.
    */
   readonly mailboxes: (accountId: number, use: MailboxUse, row?: string) => Statement.Fragment
+  /**
+   * The accounts whose mailboxes `accountId` reads (its own, and with sharing the owners of what
+   * it was shared): whose mail events can change what it lists (Realtime's events name the owner).
+   */
+  readonly accountsReadBy: (accountId: number) => Effect.Effect<ReadonlyArray<number>>
 }>()("burnbox/MailboxAccess") {
   /** Owners only (sharing is not there yet): a mailbox is reached by the account that owns its alias. */
   static readonly layer = Layer.effect(MailboxAccess, Effect.gen(function*() {
@@ -49,6 +57,6 @@ export class MailboxAccess extends Context.Service<MailboxAccess, {
     const mailboxes = (accountId: number, _use: MailboxUse, row?: string) =>
       row === undefined ? sql`account_id = ${accountId}` : sql`${sql.literal(row)}.account_id = ${accountId}`
 
-    return MailboxAccess.of({ role, mailboxes })
+    return MailboxAccess.of({ role, mailboxes, accountsReadBy: ownAccountOnly })
   }))
 }

@@ -1,0 +1,237 @@
+/**
+ * Waiting for mail (decisions.md, "Waiting for mail"; issue #16): GET /messages?wait and
+ * GET /messages/{id}?wait hold until the pipeline's realtime event, answer within 100 ms of it
+ * (measured against the NOTIFY the pipeline sends at commit, heard on a LISTEN of the test's own),
+ * free their subscription when the client goes away, answer at shutdown, and hold no database
+ * connection while they wait. The time-out itself is checked with TestClock in the store's
+ * message-waits test; here once, with the shortest wait (1 s).
+ */
+import { MessagePage } from "@burnbox/domain"
+import { RealtimeChannel } from "@burnbox/store"
+import { expectProblem, expectShape, type Harness, type Session, SmtpClient, startHarness } from "@burnbox/testkit"
+import pg from "pg"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { type Caller, claimAlias, injectMail, processed } from "./messages-fixtures.ts"
+
+let h: Harness
+let owner: Session
+let token: string
+let who: Caller
+/** The pipeline's realtime notifications as this test hears them: message id -> when. */
+const heard = new Map<number, number>()
+let listener: pg.Client
+
+beforeAll(async () => {
+  h = await startHarness({}, undefined, { seed: 7531 })
+  owner = await h.signup({ plan: "pro" })
+  token = await h.createToken(owner, ["read", "delete"])
+  who = { session: owner }
+  listener = new pg.Client({ connectionString: h.databaseUrl })
+  await listener.connect()
+  listener.on("notification", (n) => {
+    const event = JSON.parse(n.payload ?? "{}") as { messageId?: number }
+    if (event.messageId !== undefined) heard.set(event.messageId, performance.now())
+  })
+  await listener.query(`LISTEN ${RealtimeChannel}`)
+})
+afterAll(async () => {
+  await listener.end()
+  await h.close()
+})
+
+type Page = typeof MessagePage.Type
+const get = (path: string, signal?: AbortSignal) =>
+  fetch(`${h.baseUrl}${path}`, { headers: { authorization: `Bearer ${token}` }, ...(signal === undefined ? {} : { signal }) })
+/** A request in flight and when its answer arrived. */
+const pending = (path: string, signal?: AbortSignal) =>
+  get(path, signal).then(async (response) => ({ status: response.status, body: (await response.json()) as any, at: performance.now(), headers: response.headers }))
+
+const until = async (what: string, test: () => Promise<boolean>, ms = 10_000) => {
+  const deadline = Date.now() + ms
+  while (!(await test())) {
+    if (Date.now() > deadline) throw new Error(`still not ${what} after ${ms} ms`)
+    await new Promise((resolve) => setTimeout(resolve, 10))
+  }
+}
+const subscriptions = (n: number) => until(`${n} subscriptions`, async () => (await h.realtimeSubscriptions()) === n)
+
+const smtp = async (to: string, subject: string) => {
+  const client = await SmtpClient.open(h.smtpPort)
+  try {
+    expect((await client.read()).code).toBe(220)
+    expect((await client.command("EHLO client.example.org")).code).toBe(250)
+    expect((await client.command("MAIL FROM:<bounce@mailer.example>")).code).toBe(250)
+    expect((await client.command(`RCPT TO:<${to}>`)).code).toBe(250)
+    const raw = Buffer.from(`From: a@example.org\r\nTo: ${to}\r\nSubject: ${subject}\r\n\r\nyour code is 482913\r\n`)
+    expect((await client.data(raw)).code).toBe(250)
+  } finally {
+    await client.quit()
+  }
+}
+
+describe("GET /messages?wait", () => {
+  it("answers injected mail within 100 ms of the pipeline's notification", async () => {
+    const alias = await claimAlias(h, who)
+    const answer = pending(`/messages?alias=${alias.id}&wait=30`)
+    await subscriptions(1)
+    const id = await injectMail(h, who, alias.id, { subject: "injected" })
+    const { status, body, at } = await answer
+    expect(status).toBe(200)
+    expect(expectShape(MessagePage, body).items.map((m) => [m.id, m.processingStatus])).toEqual([[id, "processed"]])
+    await until("heard", async () => heard.has(id))
+    expect(at - heard.get(id)!).toBeLessThan(100)
+    await subscriptions(0)
+  })
+
+  it("answers SMTP mail within 100 ms of the pipeline's notification", async () => {
+    const alias = await claimAlias(h, who)
+    const answer = pending(`/messages?alias=${alias.id}&wait=30`)
+    await subscriptions(1)
+    await smtp(alias.address, "over smtp")
+    const { status, body, at } = await answer
+    expect(status).toBe(200)
+    const [item] = (body as Page).items
+    expect([item?.subject, item?.processingStatus, item?.otpCodes]).toEqual(["over smtp", "processed", ["482913"]])
+    await until("heard", async () => heard.has(item!.id))
+    expect(at - heard.get(item!.id)!).toBeLessThan(100)
+  })
+
+  it("a page that is not empty answers at once; mail of another alias does not end the wait", async () => {
+    const alias = await claimAlias(h, who)
+    const other = await claimAlias(h, who)
+    const id = await injectMail(h, who, alias.id)
+    await processed(h, who, id)
+    const started = performance.now()
+    const now = await pending(`/messages?alias=${alias.id}&wait=30`)
+    expect(now.body.items.map((m: { id: number }) => m.id)).toEqual([id])
+    expect(now.at - started).toBeLessThan(1_000)
+    const answer = pending(`/messages?alias=${other.id}&wait=30`)
+    await subscriptions(1)
+    await processed(h, who, await injectMail(h, who, alias.id))
+    const late = await injectMail(h, who, other.id)
+    expect((await answer).body.items.map((m: { id: number }) => m.id)).toEqual([late])
+  })
+
+  it("times out with the empty page (200), counted once by the rate limit", async () => {
+    const alias = await claimAlias(h, who)
+    const before = Number((await get("/me")).headers.get("ratelimit-remaining"))
+    const started = performance.now()
+    const { status, body, headers } = await pending(`/messages?alias=${alias.id}&wait=1`)
+    expect(performance.now() - started).toBeGreaterThanOrEqual(990)
+    expect(status).toBe(200)
+    expect(body).toEqual({ items: [], nextCursor: null, total: 0 })
+    expect(Number(headers.get("ratelimit-remaining"))).toBe(before - 1)
+    await subscriptions(0)
+  })
+
+  it("cursor with sort=oldest tails a mailbox: each answer's nextCursor waits for the next message", async () => {
+    const alias = await claimAlias(h, who)
+    const first = await injectMail(h, who, alias.id, { subject: "first" })
+    await processed(h, who, first)
+    const tail = `/messages?alias=${alias.id}&sort=oldest&limit=10&wait=30`
+    const one = await pending(tail)
+    expect(one.body.items.map((m: { id: number }) => m.id)).toEqual([first])
+    expect(one.body.nextCursor).toEqual(expect.any(String))
+    const next = pending(`${tail}&cursor=${encodeURIComponent(one.body.nextCursor)}`)
+    await subscriptions(1)
+    const second = await injectMail(h, who, alias.id, { subject: "second" })
+    const two = await next
+    expect(two.body.items.map((m: { id: number }) => m.id)).toEqual([second])
+    // Nothing after the second: the empty page keeps the cursor it was asked with.
+    const three = await pending(`/messages?alias=${alias.id}&sort=oldest&limit=10&wait=1&cursor=${encodeURIComponent(two.body.nextCursor)}`)
+    expect(three.body).toMatchObject({ items: [], nextCursor: two.body.nextCursor })
+  })
+
+  it("bad wait values answer 422 validation_failed naming wait, on both endpoints", async () => {
+    for (const value of ["0", "121", "abc", "1.5", "-1", ""]) {
+      expectProblem(await h.request(`/messages?wait=${value}`, { token }), 422, "validation_failed")
+      const answer = await h.request(`/messages/1?wait=${value}`, { token })
+      expectProblem(answer, 422, "validation_failed")
+      expect(Object.keys(answer.body.error.fields ?? {})).toEqual(["wait"])
+    }
+  })
+})
+
+describe("GET /messages/{id}?wait", () => {
+  const notify = (event: { accountId: number; aliasId: number; messageId: number; status: string }) =>
+    h.query("SELECT pg_notify($1, $2)", [RealtimeChannel, JSON.stringify(event)])
+
+  it("holds while the message is in the pipeline and answers it processed", async () => {
+    const alias = await claimAlias(h, who)
+    const id = await injectMail(h, who, alias.id)
+    const { body } = await pending(`/messages/${id}?wait=30`)
+    expect(body.processingStatus).toBe("processed")
+    // Back in the pipeline (as a takeover leaves it), then processed again.
+    await h.query("UPDATE messages SET processing_status = 'processing' WHERE id = $1", [id])
+    let answered = false
+    const held = pending(`/messages/${id}?wait=30`).finally(() => (answered = true))
+    await subscriptions(1)
+    await notify({ accountId: owner.accountId, aliasId: alias.id, messageId: id + 1000, status: "processed" })
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    expect(answered).toBe(false)
+    await h.query("UPDATE messages SET processing_status = 'processed' WHERE id = $1", [id])
+    await notify({ accountId: owner.accountId, aliasId: alias.id, messageId: id, status: "processed" })
+    expect((await held).body.processingStatus).toBe("processed")
+  })
+
+  it("answers a stub message once it failed", async () => {
+    const alias = await claimAlias(h, who)
+    const id = await injectMail(h, who, alias.id)
+    await processed(h, who, id)
+    await h.query("UPDATE messages SET processing_status = 'stub' WHERE id = $1", [id])
+    const held = pending(`/messages/${id}?wait=30`)
+    await subscriptions(1)
+    await h.query("UPDATE messages SET processing_status = 'failed' WHERE id = $1", [id])
+    await notify({ accountId: owner.accountId, aliasId: alias.id, messageId: id, status: "failed" })
+    const { status, body } = await held
+    expect([status, body.processingStatus]).toEqual([200, "failed"])
+  })
+})
+
+describe("waiting requests and the process", () => {
+  it("a client that goes away frees its wait (the subscription count is back to zero)", async () => {
+    const alias = await claimAlias(h, who)
+    const abort = new AbortController()
+    const answer = pending(`/messages?alias=${alias.id}&wait=120`, abort.signal).catch((error: unknown) => error)
+    await subscriptions(1)
+    abort.abort()
+    expect(await answer).toBeInstanceOf(Error)
+    await subscriptions(0)
+  })
+
+  it("1,000 concurrent waits hold no database connection: other requests answer meanwhile, one message answers them all", async () => {
+    const alias = await claimAlias(h, who)
+    // Four tokens: a token's minute allows 600 requests on this plan.
+    const tokens = await Promise.all([1, 2, 3, 4].map((n) => h.createToken(owner, ["read"], `waiter ${n}`)))
+    const waits = Array.from({ length: 1000 }, (_, i) =>
+      fetch(`${h.baseUrl}/messages?alias=${alias.id}&wait=60`, { headers: { authorization: `Bearer ${tokens[i % 4]}` } })
+        .then(async (response) => ({ status: response.status, body: (await response.json()) as any })))
+    await subscriptions(1000)
+    const [active] = await h.query<{ n: number }>(
+      "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND state = 'active' AND backend_type = 'client backend' AND pid <> pg_backend_pid() AND query NOT LIKE 'LISTEN%'"
+    )
+    expect(active!.n).toBe(0)
+    const started = performance.now()
+    expect((await h.request("/messages?limit=1", { token })).status).toBe(200)
+    expect((await h.request("/me", { token })).status).toBe(200)
+    expect(performance.now() - started).toBeLessThan(1_000)
+    const id = await injectMail(h, who, alias.id)
+    const answers = await Promise.all(waits)
+    expect(answers.every((a) => a.status === 200 && a.body.items[0]?.id === id)).toBe(true)
+    await subscriptions(0)
+  }, 60_000)
+
+  it("shutdown answers the waiting requests with their page (here the empty page)", async () => {
+    const other = await startHarness({}, undefined, { seed: 7532 })
+    const session = await other.signup({ plan: "pro" })
+    const secret = await other.createToken(session, ["read"])
+    const alias = await claimAlias(other, { session })
+    const answer = fetch(`${other.baseUrl}/messages?alias=${alias.id}&wait=120`, { headers: { authorization: `Bearer ${secret}` } })
+      .then(async (response) => ({ status: response.status, body: await response.json() }))
+    await until("waiting", async () => (await other.realtimeSubscriptions()) === 1)
+    const started = performance.now()
+    await other.close()
+    expect(await answer).toEqual({ status: 200, body: { items: [], nextCursor: null, total: 0 } })
+    expect(performance.now() - started).toBeLessThan(5_000)
+  }, 30_000)
+})

@@ -1,0 +1,94 @@
+/**
+ * Waiting for mail (decisions.md, "Waiting for mail"): GET /messages?wait=S holds an empty page,
+ * and GET /messages/{id}?wait=S a message still in the pipeline, until the pipeline's Realtime
+ * event for it arrives or the time runs out.
+ *
+ * A wait subscribes first (so nothing processed before the first read is missed), reads once,
+ * and then reads again only when an event that can change its answer arrives: no polling, and no
+ * database connection is held between reads. The subscription lives in the request's scope: a
+ * client that goes away interrupts the request and so unsubscribes. `release` (the server shutting
+ * down) makes every wait answer what it last read, and any later one answer at once.
+ */
+import type { InvalidCursor, MessageDetail, MessagePage, SearchQueryError } from "@burnbox/domain"
+import { Context, Deferred, Duration, Effect, Layer, Queue } from "effect"
+import { type EventTest, Realtime } from "../realtime/Realtime.ts"
+import { MailboxAccess } from "../sharing/MailboxAccess.ts"
+import { type ListPage, Messages } from "./Messages.ts"
+
+/** A message has left the pipeline: what a wait is for. */
+const finished = (status: MessageDetail["processingStatus"]) => status === "processed" || status === "failed"
+
+/**
+ * Reads, and while `answered` says no, reads again on each wake-up (wake-ups that came together
+ * are one read) until `within` has passed or `released` completes; answers the last read.
+ */
+export const holdUntil = <A, E, R>(options: {
+  readonly read: Effect.Effect<A, E, R>
+  readonly answered: (answer: A) => boolean
+  readonly wakes: Queue.Dequeue<unknown>
+  readonly within: Duration.Input
+  readonly released: Effect.Effect<void>
+}): Effect.Effect<A, E, R> =>
+  Effect.gen(function*() {
+    let answer = yield* options.read
+    if (options.answered(answer)) return answer
+    const untilAnswered = Effect.gen(function*() {
+      for (;;) {
+        yield* Queue.take(options.wakes)
+        yield* Queue.clear(options.wakes)
+        answer = yield* options.read
+        if (options.answered(answer)) return
+      }
+    })
+    yield* Effect.raceFirst(Effect.timeoutOption(untilAnswered, options.within), options.released)
+    return answer
+  })
+
+export class MessageWaits extends Context.Service<MessageWaits, {
+  /** GET /messages?wait: the page, held while no message of it has left the pipeline. */
+  readonly list: (accountId: number, page: ListPage, wait: Duration.Input) => Effect.Effect<MessagePage, InvalidCursor | SearchQueryError>
+  /** GET /messages/{id}?wait: the detail, held while the message is `stub` or `processing`. */
+  readonly detail: (accountId: number, id: number, baseUrl: string, wait: Duration.Input) => Effect.Effect<MessageDetail | undefined>
+  /** Every wait answers now with what it has, and any later one at once (shutdown). */
+  readonly release: Effect.Effect<void>
+}>()("burnbox/MessageWaits") {
+  /** Needs Messages, Realtime and MailboxAccess. */
+  static readonly layerNoDeps = Layer.effect(MessageWaits, Effect.gen(function*() {
+    const messages = yield* Messages
+    const realtime = yield* Realtime
+    const access = yield* MailboxAccess
+    const released = yield* Deferred.make<void>()
+    yield* Effect.addFinalizer(() => Deferred.succeed(released, undefined))
+
+    const hold = <A, E>(accountId: number, wants: EventTest, read: Effect.Effect<A, E>, answered: (a: A) => boolean, within: Duration.Input) =>
+      Effect.gen(function*() {
+        // Events name the mailbox's owner: every account whose mail the reader reads can wake it.
+        const wakes = yield* realtime.subscribe(yield* access.accountsReadBy(accountId), wants)
+        return yield* holdUntil({ read, answered, wakes, within, released: Deferred.await(released) })
+      }).pipe(Effect.scoped)
+
+    const list = Effect.fn("MessageWaits.list")(function*(accountId: number, page: ListPage, wait: Duration.Input) {
+      const tail = (page.sort ?? "newest") === "oldest"
+      const alias = page.alias
+      return yield* hold(
+        accountId,
+        (event) => alias === undefined || event.aliasId === alias,
+        messages.list(accountId, { ...page, tail }),
+        (answer) => answer.items.some((item) => finished(item.processingStatus)),
+        wait
+      )
+    })
+
+    const detail = Effect.fn("MessageWaits.detail")(function*(accountId: number, id: number, baseUrl: string, wait: Duration.Input) {
+      return yield* hold(
+        accountId,
+        (event) => event.messageId === id,
+        messages.detail(accountId, id, baseUrl),
+        (answer) => answer === undefined || finished(answer.processingStatus),
+        wait
+      )
+    })
+
+    return MessageWaits.of({ list, detail, release: Deferred.succeed(released, undefined).pipe(Effect.asVoid) })
+  }))
+}

@@ -1,0 +1,157 @@
+/**
+ * From 250 to the `wait` answer: for every message, the time from burnbox's SMTP 250 to the
+ * moment a waiting GET /api/v1/messages?wait request answers it. Goal (issue #16): p50 <= 20 ms,
+ * p99 <= 100 ms, at 5 and 200 messages/s with WAIT_WAITERS (500) requests waiting.
+ *
+ * Usage: pnpm bench:wait
+ *
+ * What it does:
+ * 1. starts `burnbox start` (API, SMTP ingest and pipeline in one process, embedded PostgreSQL);
+ *    a pro account with raised request and alias limits, a token, WAIT_WAITERS claimed aliases;
+ * 2. one waiter per alias tails it: GET /messages?alias=ID&sort=oldest&limit=100&wait=120, then
+ *    again with the answer's nextCursor, so every waiter is always waiting for the next message of
+ *    its own alias, and each message (message i goes to alias i mod WAIT_WAITERS) wakes exactly one
+ *    waiter; the others hear nothing of it (Realtime tests the alias before it wakes anyone);
+ * 3. LISTENs on `burnbox_realtime` for the reference of the same run: the pipeline's NOTIFY, sent
+ *    in the transaction that marks a message processed and delivered at its commit (what
+ *    bench:pipeline measures), stamped with the same clock;
+ * 4. phases: WAIT_LOW_RATE (5) msg/s for 10 s, then WAIT_RATE (200) msg/s for WAIT_SECONDS (5);
+ *    after each, until every message was answered (at most 30 s);
+ * 5. per message: wait = arrival of the first answer holding it minus its 250; notify = its
+ *    NOTIFY minus its 250; and wait minus notify (the cost of waking and answering). A message a
+ *    waiter found at once (it came while the waiter was between two requests) is counted apart:
+ *    its latency is then the re-arming's, still from its 250.
+ *
+ * Environment: WAIT_WAITERS (500), WAIT_RATE (200), WAIT_SECONDS (5), WAIT_LOW_RATE (5),
+ * WAIT_CONNECTIONS (20), BENCH_LOG_DIR, BENCH_BURNBOX_ROOT.
+ */
+import { Burnbox, Session } from "./lib/burnbox.ts"
+import { distribution, type Distribution, envInt, epochMs, fmt, loadAverage, sleep, table } from "./lib/common.ts"
+import { countsText, messageFactory, runSmtpLoad } from "./lib/smtp.ts"
+
+const waiters = envInt("WAIT_WAITERS", 500, 1)
+const rate = envInt("WAIT_RATE", 200, 1)
+const seconds = envInt("WAIT_SECONDS", 5, 1)
+const lowRate = envInt("WAIT_LOW_RATE", 5, 0)
+const connections = envInt("WAIT_CONNECTIONS", 20, 1)
+const goalP50 = 20
+const goalP99 = 100
+const email = "bench-wait@example.com"
+const session = new Session("bench:wait")
+const log = session.log
+
+const ms = (n: number) => fmt(n, 1)
+const cellsOf = (d: Distribution) => [fmt(d.count), ms(d.p50), ms(d.p95), ms(d.p99), ms(d.max)]
+
+const main = async (): Promise<number> => {
+  const burnbox = await Burnbox.create(session, { logName: "bench-wait" })
+  session.afterCleanup(() => burnbox.summarizeLog())
+  await burnbox.start("start")
+  const token = await burnbox.setupAccount(email)
+  await burnbox.cli(["admin", "account", "override", "--email", email, "--set", `activeAliasCap=${waiters + 10},aliasLifetimeCap=${waiters + 10},claimsPerDay=${waiters + 10}`])
+  const aliases: Array<{ id: number; address: string }> = []
+  // One at a time: a new reservation of the account releases its previous one.
+  while (aliases.length < waiters) aliases.push(await burnbox.claimAlias(token))
+  log(`claimed ${aliases.length} aliases`)
+
+  const listener = await burnbox.db()
+  const notified = new Map<number, number>()
+  listener.on("notification", (message) => {
+    const at = epochMs()
+    const payload = JSON.parse(message.payload ?? "{}") as { messageId?: number }
+    if (typeof payload.messageId === "number" && !notified.has(payload.messageId)) notified.set(payload.messageId, at)
+  })
+  await listener.query("LISTEN burnbox_realtime")
+
+  /** message id -> when a wait answer first held it, and whether that request found it at once. */
+  const answered = new Map<number, { at: number; atOnce: boolean }>()
+  const state = { running: true }
+  let requests = 0
+  let failures = 0
+  const tail = async (alias: { id: number }) => {
+    let cursor: string | null = null
+    while (state.running) {
+      const sentAt = epochMs()
+      requests++
+      try {
+        const query = `alias=${alias.id}&sort=oldest&limit=100&wait=120${cursor === null ? "" : `&cursor=${encodeURIComponent(cursor)}`}`
+        const response = await fetch(`${burnbox.baseUrl}/api/v1/messages?${query}`, { headers: { authorization: `Bearer ${token}` } })
+        const at = epochMs()
+        const body = await response.json() as { items?: Array<{ id: number }>; nextCursor?: string | null }
+        if (response.status !== 200) throw new Error(`GET /messages answered ${response.status}`)
+        for (const item of body.items ?? []) {
+          if (!answered.has(item.id)) answered.set(item.id, { at, atOnce: (notified.get(item.id) ?? Number.POSITIVE_INFINITY) < sentAt })
+        }
+        cursor = body.nextCursor ?? cursor
+      } catch (error) {
+        failures++
+        log(`waiter ${alias.id}: ${String(error)}`)
+        await sleep(100)
+      }
+    }
+  }
+  const tails = aliases.map(tail)
+  // Every waiter's first request is held before the load starts.
+  await sleep(3_000)
+  log(`${requests} waits open`)
+
+  const rows: Array<Array<string>> = []
+  const goals: Array<string> = []
+  const phase = async (name: string, phaseRate: number, secs: number) => {
+    const factory = messageFactory({ from: "sender@bench.localhost", to: (index) => aliases[index % aliases.length]!.address, size: 2_000, tag: name.replace(/\W/g, "") })
+    const sent: Array<{ id: number; repliedAt: number }> = []
+    log(`${name}: ${phaseRate} msg/s for ${secs} s`)
+    const result = await runSmtpLoad({
+      port: burnbox.smtpPort,
+      connections,
+      sourceAddresses: connections,
+      make: factory.make,
+      rate: phaseRate,
+      seconds: secs,
+      timeoutMs: (secs + 60) * 1000,
+      onDelivery: (delivery) => {
+        const match = /stored as (\d+)/.exec(delivery.reply.text)
+        if (match !== null) sent.push({ id: Number(match[1]), repliedAt: delivery.repliedAt })
+      }
+    })
+    const deadline = Date.now() + 30_000
+    while (Date.now() < deadline && !sent.every((s) => answered.has(s.id) && notified.has(s.id))) await sleep(100)
+    burnbox.checkAlive()
+    log(`${name}: ${result.accepted} accepted, rejected ${countsText(result.rejected)}, errors ${countsText(result.errors)}`)
+    const seen = sent.filter((s) => answered.has(s.id) && notified.has(s.id))
+    const held = seen.filter((s) => !answered.get(s.id)!.atOnce)
+    const wait = distribution(held.map((s) => answered.get(s.id)!.at - s.repliedAt))
+    const notify = distribution(held.map((s) => notified.get(s.id)! - s.repliedAt))
+    const wake = distribution(held.map((s) => answered.get(s.id)!.at - notified.get(s.id)!))
+    const atOnce = distribution(seen.filter((s) => answered.get(s.id)!.atOnce).map((s) => answered.get(s.id)!.at - s.repliedAt))
+    rows.push(
+      [`${name}: 250 -> wait answer (held requests)`, ...cellsOf(wait)],
+      [`${name}: 250 -> NOTIFY (reference, bench:pipeline's figure)`, ...cellsOf(notify)],
+      [`${name}: NOTIFY -> wait answer`, ...cellsOf(wake)],
+      [`${name}: 250 -> answer, found at once on re-arming`, ...cellsOf(atOnce)]
+    )
+    const missing = sent.length - seen.length
+    goals.push(`${name}: ${sent.length} messages, ${missing} never answered; goal p50 <= ${goalP50} ms: ${wait.p50 <= goalP50 ? "MET" : "NOT MET"} (${ms(wait.p50)}); goal p99 <= ${goalP99} ms: ${wait.p99 <= goalP99 ? "MET" : "NOT MET"} (${ms(wait.p99)})`)
+  }
+  if (lowRate > 0) await phase(`${lowRate} msg/s`, lowRate, 10)
+  await phase(`${rate} msg/s`, rate, seconds)
+  state.running = false
+  log(`${requests} wait requests, ${failures} failed; stopping (the waiters' last requests end with the server)`)
+  void Promise.allSettled(tails)
+
+  const out = [
+    "",
+    `bench:wait: ${waiters} waiters, each tailing its own alias (sort=oldest, cursor, wait=120); load average ${loadAverage()}`,
+    table(["ms, per message", "n", "p50", "p95", "p99", "max"], rows),
+    ...goals.map((g) => `  ${g}`),
+    "",
+    "Method: the generator stamps each 250 (with its \"stored as <id>\"), each waiter the arrival of each answer, and a LISTEN",
+    "connection each NOTIFY on burnbox_realtime, with one clock (performance.timeOrigin + performance.now()). Each message goes",
+    "to one alias, whose one waiter it wakes. \"Held\" rows count the messages whose answering request was sent before the",
+    "message's NOTIFY; a request sent after it found the message at once (its row shows the re-arming's cost)."
+  ]
+  process.stdout.write(out.join("\n") + "\n")
+  return 0
+}
+
+await session.run(10 * 60_000, main)
