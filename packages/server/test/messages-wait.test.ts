@@ -8,10 +8,9 @@
  */
 import { MessagePage } from "@burnbox/domain"
 import { RealtimeChannel } from "@burnbox/store"
-import { expectProblem, expectShape, type Harness, type Session, SmtpClient, startHarness } from "@burnbox/testkit"
+import { type Caller, claimAlias, expectProblem, expectShape, type Harness, injectMail, processed, type Session, SmtpClient, startHarness } from "@burnbox/testkit"
 import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type Caller, claimAlias, injectMail, processed } from "./messages-fixtures.ts"
 
 let h: Harness
 let owner: Session
