@@ -2,7 +2,7 @@
  * The cost of the thread hop (issue #15): one ordinary 5 KB message (bench:pipeline's) parsed,
  * analyzed and DKIM-read in this thread (`doMailWork`, as before #15) and through MailWorkers (a
  * worker thread), one message at a time and in bursts of 8 (one claim), in the same run.
- * Prints the latency per message (p50/p99) and this thread's CPU per message.
+ * Prints the latency per message (p50/p99) and the process's CPU per message (all threads).
  *
  * Then the worst of the messages built to cost the most while still within InlineLimits (testkit's
  * `inlineWorstCases`: nesting, quoted-printable, entities, digits and links, folded headers,
@@ -72,7 +72,7 @@ for (const mail of inlineWorstCases("someone@burnbox.test")) worst.push(await (a
 })())
 process.stdout.write(`Messages built to cost the most within InlineLimits, worked in this thread 50 times each:\n${worst.map((w) => `  ${w}`).join("\n")}\n\n`)
 process.stdout.write(`${count} messages of 5 KB per row; latency from the call to its answer (a burst's from the burst's start)\n`)
-process.stdout.write(table(["where the work runs", "p50 ms", "p99 ms", "main-thread CPU ms/msg"], rows.map((r) => {
+process.stdout.write(table(["where the work runs", "p50 ms", "p99 ms", "CPU ms/msg (process, all threads)"], rows.map((r) => {
   const d = distribution(r.latencies)
   return [r.name, fmt(d.p50, 3), fmt(d.p99, 3), fmt(r.cpuMs, 3)]
 })) + "\n")
