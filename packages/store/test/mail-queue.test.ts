@@ -3,7 +3,7 @@
  * pipeline's claims, its batched store and what it publishes, across processes.
  */
 import { assert, describe, it, layer } from "@effect/vitest"
-import { analyzeMessage, buildTestMessage, parseMessage } from "@burnbox/domain/mail/index"
+import { analyzeMessage, buildTestMessage, parseMessage, workedMail } from "@burnbox/domain/mail/index"
 import { ClaimTimeoutMs, JobQueue, MailQueue, Mailstore, type ProcessedMessage, Realtime } from "@burnbox/store"
 import { freshDatabase, processOn, seedAlias, TestDatabase } from "@burnbox/testkit"
 import { Clock, Deferred, Effect, Layer, Queue } from "effect"
@@ -27,7 +27,7 @@ const processed = (claimed: ProcessedMessage["message"]) =>
     const raw = claimed.raw ?? (yield* queue.readRaw(claimed.id))
     const result = yield* Effect.promise(() => parseMessage(raw!))
     if (!result.ok) return yield* Effect.die(result.reason)
-    return { message: claimed, parsed: result.message, analysis: analyzeMessage(result.message), auth: { spf: null, dkim: null, dmarc: null }, events: [] }
+    return { message: claimed, mail: workedMail(result.message, analyzeMessage(result.message)), auth: { spf: null, dkim: null, dmarc: null }, events: [] }
   })
 
 const Queues = Layer.mergeAll(MailQueue.layer, Mailstore.layer, Realtime.layer).pipe(Layer.provideMerge(TestDatabase))

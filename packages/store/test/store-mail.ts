@@ -2,7 +2,7 @@
  * Mail for the store tests: accepted through Mailstore as ingest accepts it, then processed the
  * way the worker's pipeline does (claim, parse, analyse, the batched store of MailQueue).
  */
-import { analyzeMessage, buildTestMessage, parseMessage, type TestMessageRequest } from "@burnbox/domain/mail/index"
+import { analyzeMessage, buildTestMessage, parseMessage, type TestMessageRequest, workedMail } from "@burnbox/domain/mail/index"
 import { MailQueue, Mailstore, type ProcessedMessage } from "@burnbox/store"
 import { Clock, Effect } from "effect"
 
@@ -51,7 +51,7 @@ export const processAll = Effect.gen(function*() {
         yield* queue.fail(message.id, `unparsable: ${result.reason}`)
         continue
       }
-      batch.push({ message, parsed: result.message, analysis: analyzeMessage(result.message), auth: { spf: null, dkim: null, dmarc: null }, events: [] })
+      batch.push({ message, mail: workedMail(result.message, analyzeMessage(result.message)), auth: { spf: null, dkim: null, dmarc: null }, events: [] })
     }
     if (batch.length > 0) yield* queue.store(batch)
     done.push(...batch.map((ready) => ready.message.id))

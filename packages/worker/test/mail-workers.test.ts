@@ -6,7 +6,7 @@
  */
 import { generateKeyPairSync } from "node:crypto"
 import { existsSync, readdirSync, readFileSync } from "node:fs"
-import { analyzeMessage, parseMessage } from "@burnbox/domain/mail/index"
+import { analyzeMessage, parseMessage, type StoredColumns, storedColumns, workedMail } from "@burnbox/domain/mail/index"
 import { hostileMails, inlineWorstCases, manyLinks } from "@burnbox/testkit"
 import { authenticateBeside, authenticateMail, DnsResolver, MailTooComplex, MailWorkers, type MailWorkLimits } from "@burnbox/worker"
 import { InlineLimits, workableInline } from "@burnbox/worker/pipeline/MailWork"
@@ -97,17 +97,21 @@ const mailThreadNices = () =>
     : []
 
 describe("MailWorkers", () => {
-  it("parses and analyzes in a thread exactly as in-process: headers, bodies, analysis, attachment bytes", async () => {
+  it("parses and analyzes in a thread exactly as in-process: digest, attachment bytes, and the columns as UTF-8 JSON", async () => {
     const inProcess = await parseMessage(rich)
     if (!inProcess.ok) throw new Error(inProcess.detail)
     const result = await withWorkers(work(Buffer.from(rich)))
     if (!result.ok) throw new Error(result.detail)
-    expect(result.parsed).toEqual(inProcess.message)
-    expect(Object.getPrototypeOf(result.parsed.headers)).toBe(Object.prototype)
-    expect(result.parsed.headers["__proto__"]).toBe("not a prototype")
-    expect(Buffer.from(result.parsed.attachments[0]!.content).equals(png)).toBe(true)
-    expect(result.analysis).toEqual(analyzeMessage(inProcess.message))
-    expect(result.analysis.otpCodes).toEqual(["482913"])
+    const expected = workedMail(inProcess.message, analyzeMessage(inProcess.message))
+    expect(result.mail.digest).toEqual(expected.digest)
+    expect(result.mail.digest.otpCodes).toEqual(["482913"])
+    expect(Buffer.from(result.mail.attachments[0]!.content).equals(png)).toBe(true)
+    expect(Buffer.from(result.mail.columns).equals(Buffer.from(expected.columns))).toBe(true)
+    const columns = JSON.parse(Buffer.from(result.mail.columns).toString("utf8")) as StoredColumns
+    expect(columns).toEqual(storedColumns(inProcess.message, analyzeMessage(inProcess.message)))
+    // A header named __proto__ is an own key of the stored headers, not a prototype.
+    expect(Object.getPrototypeOf(columns.headers)).toBe(Object.prototype)
+    expect(columns.headers["__proto__"]).toBe("not a prototype")
     expect(result.dkim).toBeNull()
   })
 

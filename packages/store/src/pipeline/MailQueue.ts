@@ -12,13 +12,12 @@
  * The raw bytes come with the claim, or from BlobStore for a large message.
  */
 import { PgClient } from "@effect/sql-pg"
-import type { MessageAnalysis, ParsedMessage } from "@burnbox/domain/mail/index"
+import type { WorkedMail } from "@burnbox/domain/mail/index"
 import { Context, Effect, Layer, Option, type Queue, Schema, type Scope } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
 import { PipelineChannel } from "../messages/Mailstore.ts"
 import { eventRecord, insertEventRecords, type NewEvent, OutboxChannel } from "../webhooks/Outbox.ts"
 import { BlobStore } from "../platform/BlobStore.ts"
-import { pgText } from "../platform/PgText.ts"
 import { publishFragment } from "../realtime/Realtime.ts"
 import { SearchIndex } from "../search/SearchIndex.ts"
 import { now } from "../platform/Time.ts"
@@ -89,13 +88,28 @@ const toClaimed = (row: typeof ClaimedRow.Type): ClaimedMessage => ({
 /** What the pipeline made of one message, ready to store. */
 export interface ProcessedMessage {
   readonly message: ClaimedMessage
-  readonly parsed: ParsedMessage
-  readonly analysis: MessageAnalysis
+  /** Its digest, attachments and encoded columns (domain mail/worked.ts). */
+  readonly mail: WorkedMail
   readonly auth: { readonly spf: string | null; readonly dkim: string | null; readonly dmarc: string | null }
   readonly events: ReadonlyArray<NewEvent>
 }
 
-const text = (value: string | null) => (value === null ? null : pgText(value))
+const utf8 = new TextEncoder()
+
+/**
+ * The batch's recordset as one UTF-8 JSON array, its rows' column bytes joined as they came from
+ * the thread that worked each message (each row an object to which the id and the
+ * authentication results are prefixed): no message's text is decoded or encoded again here.
+ */
+const recordsetBytes = (batch: ReadonlyArray<ProcessedMessage>): Uint8Array => {
+  const parts: Array<Uint8Array> = [utf8.encode("[")]
+  batch.forEach(({ auth, mail, message }, i) => {
+    // `columns` is a non-empty JSON object: `{"id":…,"auth":…,` takes the place of its `{`.
+    parts.push(utf8.encode(`${i === 0 ? "" : ","}{"id":${message.id},"auth":${JSON.stringify(auth)},`), mail.columns.subarray(1))
+  })
+  parts.push(utf8.encode("]"))
+  return Buffer.concat(parts)
+}
 
 export class MailQueue extends Context.Service<MailQueue, {
   /** Claims up to ClaimBatchSize stub messages (and claims past ClaimTimeoutMs), oldest first. */
@@ -191,26 +205,7 @@ export class MailQueue extends Context.Service<MailQueue, {
                 headers = u.headers, otp_codes = u.otp_codes, verification_links = u.verification_links,
                 auth = u.auth, has_attachments = u.has_attachments,
                 processing_status = 'processed', processed_at = ${at}, failure_reason = NULL
-              FROM json_to_recordset(${JSON.stringify(batch.map(({ analysis, auth, message, parsed }) => ({
-                id: message.id,
-                sender_name: text(parsed.sender.name),
-                sender_address: text(parsed.sender.address),
-                subject: text(parsed.subject),
-                snippet: text(analysis.snippet),
-                text_body: text(parsed.text),
-                html_original: text(parsed.html),
-                html_sanitized: text(analysis.sanitizedHtml),
-                html_sanitized_remote: text(analysis.sanitizedHtmlWithRemoteImages),
-                remote_image_count: analysis.remoteImageCount,
-                webhook_text_body: pgText(analysis.webhookTextBody),
-                headers: parsed.headers,
-                otp_codes: analysis.otpCodes,
-                verification_links: analysis.verificationLinks,
-                auth,
-                has_attachments: parsed.attachments.length > 0,
-                sender_text: text(`${parsed.sender.name ?? ""} ${parsed.sender.address}`),
-                search_text: text(analysis.searchText.slice(0, 500_000))
-              })))}::json) AS u(
+              FROM json_to_recordset(convert_from(${recordsetBytes(batch)}, 'UTF8')::json) AS u(
                 id int, sender_name text, sender_address text, subject text, snippet text, text_body text,
                 html_original text, html_sanitized text, html_sanitized_remote text, remote_image_count int,
                 webhook_text_body text, headers jsonb, otp_codes jsonb, verification_links jsonb, auth jsonb,
@@ -240,8 +235,8 @@ export class MailQueue extends Context.Service<MailQueue, {
         const done = batch.filter((ready) => ours.has(ready.message.id))
         // Attachments: a message claimed for the first time has none stored yet.
         yield* blobs.removeAttachments(done.filter((ready) => ready.message.attempts > 1).map((ready) => ready.message.id))
-        yield* blobs.writeAttachments(done.flatMap(({ message, parsed }) =>
-          parsed.attachments.map((attachment, position) => ({
+        yield* blobs.writeAttachments(done.flatMap(({ mail, message }) =>
+          mail.attachments.map((attachment, position) => ({
             message_id: message.id,
             position,
             filename: attachment.filename,
@@ -263,7 +258,7 @@ export class MailQueue extends Context.Service<MailQueue, {
     const store = (batch: ReadonlyArray<ProcessedMessage>) =>
       Effect.gen(function*() {
         const at = yield* now
-        const withAttachments = batch.some((ready) => ready.parsed.attachments.length > 0 || ready.message.attempts > 1)
+        const withAttachments = batch.some((ready) => ready.mail.attachments.length > 0 || ready.message.attempts > 1)
         const stored = withAttachments ? yield* storeWithAttachments(batch, at) : yield* storeStatement(batch, at)
         yield* search.refreshArchiveMarks(stored.map((row) => row.id))
       }).pipe(Effect.asVoid, Effect.orDie)

@@ -10,8 +10,9 @@
  */
 // The modules themselves, not mail/index: it also holds test-message validation, which loads Effect and
 // the schemas (~200 ms more for every thread to start).
-import { analyzeMessage, type MessageAnalysis } from "@burnbox/domain/mail/analyze"
-import { type ParsedMessage, parseMessage } from "@burnbox/domain/mail/parse"
+import { analyzeMessage } from "@burnbox/domain/mail/analyze"
+import { parseMessage } from "@burnbox/domain/mail/parse"
+import { type WorkedMail, workedMail } from "@burnbox/domain/mail/worked"
 import { type DkimOutcome, type Resolve, verifyDkim } from "./Dkim.ts"
 
 /** One message's work. `dkim` is null when there is no sending server to check (injected test mail). */
@@ -24,8 +25,8 @@ export type MailWorkResult =
   | { readonly ok: false; readonly reason: string; readonly detail: string }
   | {
     readonly ok: true
-    readonly parsed: ParsedMessage
-    readonly analysis: MessageAnalysis
+    /** Its digest, attachments and encoded columns: no text of it becomes a string on the main thread. */
+    readonly mail: WorkedMail
     readonly dkim: DkimOutcome | null
   }
 
@@ -33,9 +34,9 @@ export type MailWorkResult =
 export const doMailWork = async (task: MailTask, resolve: Resolve): Promise<MailWorkResult> => {
   const result = await parseMessage(task.raw)
   if (!result.ok) return { ok: false, reason: result.reason, detail: result.detail }
-  const analysis = analyzeMessage(result.message)
+  const mail = workedMail(result.message, analyzeMessage(result.message))
   const dkim = task.dkim === null ? null : await verifyDkim(task.raw, { resolver: resolve, sender: task.dkim.sender })
-  return { ok: true, parsed: result.message, analysis, dkim }
+  return { ok: true, mail, dkim }
 }
 
 // -- small plain mail, worked where it is ------------------------------------------------------
@@ -132,12 +133,13 @@ export const ownedBytes = (bytes: Uint8Array): Uint8Array<ArrayBuffer> =>
     // A copy into a new ArrayBuffer (Buffer#slice would share the memory).
     : new Uint8Array(bytes)
 
-/** The result with each attachment's bytes in a buffer of its own, and those buffers to transfer. */
+/** The result with each attachment's bytes and the columns in buffers of their own, and those buffers to transfer. */
 export const transferableResult = (result: MailWorkResult): { readonly result: MailWorkResult; readonly transfer: Array<ArrayBuffer> } => {
   if (!result.ok) return { result, transfer: [] }
-  const attachments = result.parsed.attachments.map((attachment) => ({ ...attachment, content: ownedBytes(attachment.content) }))
+  const attachments = result.mail.attachments.map((attachment) => ({ ...attachment, content: ownedBytes(attachment.content) }))
+  const columns = ownedBytes(result.mail.columns)
   return {
-    result: { ...result, parsed: { ...result.parsed, attachments } },
-    transfer: [...new Set(attachments.map((attachment) => attachment.content.buffer))]
+    result: { ...result, mail: { ...result.mail, attachments, columns } },
+    transfer: [...new Set([...attachments.map((attachment) => attachment.content.buffer), columns.buffer])]
   }
 }

@@ -63,11 +63,11 @@ const StoreAloneBytes = 256 * 1024
 /** The events of one stored message (spec 6.3): message.received, and message.otp_extracted with a code. */
 const eventsOf = (
   baseUrl: string,
-  { analysis, auth, message, parsed }: Omit<ProcessedMessage, "events">,
+  { auth, mail: { attachments, digest }, message }: Omit<ProcessedMessage, "events">,
   at: Date
 ): Array<NewEvent> => {
   const alias: EventAlias = message.alias
-  const otp = { code: analysis.otpCodes[0] ?? null, links: analysis.verificationLinks }
+  const otp = { code: digest.otpCodes[0] ?? null, links: digest.verificationLinks }
   const common = {
     alias,
     message_id: message.id,
@@ -83,13 +83,13 @@ const eventsOf = (
     time: at,
     data: {
       ...common,
-      from: { address: parsed.sender.address, name: parsed.sender.name },
-      subject: parsed.subject,
-      snippet: analysis.snippet,
+      from: { address: digest.sender.address, name: digest.sender.name },
+      subject: digest.subject,
+      snippet: digest.snippet,
       auth,
       spam_score: null,
       size: message.sizeBytes,
-      has_attachments: parsed.attachments.length > 0
+      has_attachments: attachments.length > 0
     }
   }
   return otp.code === null
@@ -172,7 +172,7 @@ export class Pipeline {
           : [yield* work, noAuth] as const
         if (!result.ok) return yield* queue.fail(claimed.id, `unparsable: ${result.reason}`)
         // The bytes are not needed any more while the message waits for its store.
-        const ready = { message: { ...claimed, raw: null }, parsed: result.parsed, analysis: result.analysis, auth }
+        const ready = { message: { ...claimed, raw: null }, mail: result.mail, auth }
         yield* store({ ...ready, events: eventsOf(config.baseUrl, ready, yield* now) })
       }).pipe(
         budget.withPermits(workPermits(claimed.sizeBytes)),
