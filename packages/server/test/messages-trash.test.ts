@@ -64,6 +64,16 @@ describe("DELETE on a plan with a trash (Pro: 30 days)", () => {
     expect(seen.trashPurgeAt).toBe(seen.expiresAt)
   })
 
+  it("ignores a stored override of the wrong kind (the plan's 30 days apply) instead of failing the request", async () => {
+    const { session, ids } = await mailbox("pro", 1)
+    await h.query("UPDATE accounts SET overrides = $1::jsonb WHERE id = $2", [JSON.stringify({ trashRetentionDays: "2", maxPinned: [3] }), session.accountId])
+    const answer = await remove(ids[0]!, "", { session })
+    expect(answer.status, answer.text).toBe(204)
+    const seen = await detail(h, { session }, ids[0]!)
+    expect(seen.trashed).toBe(true)
+    expect(seen.trashPurgeAt).toBe(seen.expiresAt)
+  })
+
   it("fixes trashPurgeAt at now + the window when that comes before expiresAt", async () => {
     const { session, ids } = await mailbox("pro", 1, { trashRetentionDays: 2 })
     expect((await aliasOf(h, { session }, (await detail(h, { session }, ids[0]!)).alias.id)).trash).toEqual({ enabled: true, retentionDays: 2 })
