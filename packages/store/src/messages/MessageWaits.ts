@@ -20,7 +20,9 @@ const finished = (status: MessageDetail["processingStatus"]) => status === "proc
 
 /**
  * Reads, and while `answered` says no, reads again on each wake-up (wake-ups that came together
- * are one read) until `within` has passed or `released` completes; answers the last read.
+ * are one read) until `within` has passed or `released` completes. At the deadline it reads once
+ * more, so a wake-up that never came (the LISTEN connection lost, say) costs a waiter time, never
+ * mail that is there; on release it answers the last read at once.
  */
 export const holdUntil = <A, E, R>(options: {
   readonly read: Effect.Effect<A, E, R>
@@ -40,8 +42,11 @@ export const holdUntil = <A, E, R>(options: {
         if (options.answered(answer)) return
       }
     })
-    yield* Effect.raceFirst(Effect.timeoutOption(untilAnswered, options.within), options.released)
-    return answer
+    const ended = yield* Effect.raceFirst(
+      Effect.map(Effect.timeoutOption(untilAnswered, options.within), (done) => done._tag === "Some" ? "answered" as const : "deadline" as const),
+      Effect.as(options.released, "released" as const)
+    )
+    return ended === "deadline" ? yield* options.read : answer
   })
 
 export class MessageWaits extends Context.Service<MessageWaits, {
