@@ -63,8 +63,15 @@ export class Realtime extends Context.Service<Realtime, {
       }
     }
     const notifications = yield* pg.listen(RealtimeChannel).pipe(Effect.orDie)
-    yield* Queue.take(notifications).pipe(
-      Effect.flatMap((notification) => Effect.sync(() => Option.map(decodeEvent(notification.payload), deliver))),
+    // Every notification that has arrived is delivered in one step: taken one at a time, each
+    // would wait its turn behind every other fiber ready to run (a loop yields between turns),
+    // and the last of a commit's notifications would be heard tens of ms after the first.
+    yield* Queue.takeAll(notifications).pipe(
+      Effect.flatMap((arrived) =>
+        Effect.sync(() => {
+          for (const notification of arrived) Option.map(decodeEvent(notification.payload), deliver)
+        })
+      ),
       Effect.forever,
       Effect.catchCause((cause) => Effect.logError("realtime: the LISTEN connection ended", cause)),
       Effect.forkScoped
