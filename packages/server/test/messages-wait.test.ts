@@ -149,6 +149,15 @@ describe("GET /messages?wait", () => {
       expect(Object.keys(answer.body.error.fields ?? {})).toEqual(["wait"])
     }
   })
+
+  it("the served OpenAPI document shows wait on both endpoints, optional, with its range", async () => {
+    const spec = await h.request("/api/v1/openapi.json")
+    for (const path of ["/api/v1/messages", "/api/v1/messages/{id}"]) {
+      const wait = (spec.body.paths[path].get.parameters as Array<any>).find((p) => p.name === "wait")
+      expect(wait).toMatchObject({ in: "query", required: false, schema: { type: "string" } })
+      expect(wait.schema.description).toMatch(/1 to 120/)
+    }
+  })
 })
 
 describe("GET /messages/{id}?wait", () => {

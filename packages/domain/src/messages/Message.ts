@@ -119,11 +119,13 @@ const BooleanParam = Schema.Literals(["true", "false"])
  * Waiting for mail (decisions.md): how long, in whole seconds (1..120), GET /messages holds an
  * empty page, or GET /messages/{id} a message still in the pipeline, before it answers.
  */
-export const WaitSeconds = intFromDigits(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 120 })))
+const waitSeconds = (description: string) => intFromDigits(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 120 })), description)
 
 /** GET /messages/{id}'s query: `wait`. */
 export const GetMessageQuery = {
-  wait: Schema.optionalKey(WaitSeconds)
+  wait: Schema.optionalKey(waitSeconds(
+    "Wait for mail: whole seconds, 1 to 120. While the message is still in the pipeline (processingStatus stub or processing), hold the request until it is processed or failed, or the time runs out; then answer the message as it is."
+  ))
 }
 
 /** Spec 4.5 query parameters of GET /messages; out-of-range values are 422, never clamped. */
@@ -144,7 +146,9 @@ export const ListMessagesQuery = {
   cursor: Schema.optionalKey(Schema.String.check(Schema.isMaxLength(1024))),
   limit: Schema.optionalKey(intFromDigits(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 100 })))),
   sort: Schema.optionalKey(Schema.Literals(["newest", "oldest"])),
-  wait: Schema.optionalKey(WaitSeconds)
+  wait: Schema.optionalKey(waitSeconds(
+    "Wait for mail: whole seconds, 1 to 120. While no message of the page is processed or failed, hold the request until one is, or the time runs out; then answer the page as it is (an empty page when none came). With sort=oldest, nextCursor is set even on the last page, so following it waits for the next message."
+  ))
 }
 
 /** Spec 2.13: the caller's own reader state of a message, answered by PATCH /messages/{id}. */

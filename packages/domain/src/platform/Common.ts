@@ -45,9 +45,11 @@ export const DateTimeInput = Schema.String.check(Schema.makeFilter(isDateTime, {
  * A whole number as a path or query parameter writes it, decoded to `to` (an integer with its
  * range): decimal digits, perhaps after a minus (so that -1 is out of range rather than not a
  * number). `1e3`, `1.0`, `+1`, ` 1` and `0x10` are not numbers here, though JavaScript reads them.
+ * `description` is what the OpenAPI document says of the parameter (it documents the string).
  */
-export const intFromDigits = <To extends Schema.Codec<number, number>>(to: To) =>
-  Schema.String.check(Schema.isPattern(/^-?\d+$/, { message: "invalid_type" })).pipe(Schema.decodeTo(to, SchemaTransformation.numberFromString))
+export const intFromDigits = <To extends Schema.Codec<number, number>>(to: To, description?: string) =>
+  Schema.String.check(Schema.isPattern(/^-?\d+$/, { message: "invalid_type" })).annotate(description === undefined ? {} : { description })
+    .pipe(Schema.decodeTo(to, SchemaTransformation.numberFromString))
 
 /** A path parameter `{id}`: digits only, decoded to an integer >= 1. */
 export const IdFromPath = intFromDigits(Id)
