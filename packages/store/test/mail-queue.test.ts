@@ -139,6 +139,53 @@ describe("Realtime across processes", () => {
       }).pipe(Effect.provide(publisherProcess))
       assert.deepStrictEqual(yield* Queue.take(events).pipe(Effect.timeout("10 seconds")), { accountId: 7, aliasId: 2, messageId: 2, status: "failed" })
     }).pipe(Effect.scoped))
+
+  it.live("a burst committed at once reaches the subscriber whole and in order", () =>
+    Effect.gen(function*() {
+      const url = yield* freshDatabase
+      const subscriberProcess = yield* Layer.build(Realtime.layer.pipe(Layer.provideMerge(processOn(url))))
+      const publisherProcess = yield* Layer.build(Realtime.layer.pipe(Layer.provideMerge(processOn(url))))
+      const events = yield* Effect.gen(function*() {
+        const realtime = yield* Realtime
+        return yield* realtime.subscribe(7)
+      }).pipe(Effect.provide(subscriberProcess))
+      yield* Effect.gen(function*() {
+        const realtime = yield* Realtime
+        const sql = yield* SqlClient.SqlClient
+        yield* sql.withTransaction(Effect.forEach(Array.from({ length: 200 }, (_, i) => i + 1), (messageId) =>
+          realtime.publish({ accountId: 7, aliasId: 1, messageId, status: "processed" })))
+      }).pipe(Effect.provide(publisherProcess))
+      const heard: Array<number> = []
+      while (heard.length < 200) heard.push(...(yield* Queue.takeAll(events).pipe(Effect.timeout("10 seconds"))).map((e) => e.messageId))
+      assert.deepStrictEqual(heard, Array.from({ length: 200 }, (_, i) => i + 1))
+    }).pipe(Effect.scoped))
+
+  it.live("when its LISTEN connection is cut, a process listens again and hears what is published after", () =>
+    Effect.gen(function*() {
+      const url = yield* freshDatabase
+      const subscriberProcess = yield* Layer.build(Realtime.layer.pipe(Layer.provideMerge(processOn(url))))
+      const events = yield* Effect.gen(function*() {
+        const realtime = yield* Realtime
+        return yield* realtime.subscribe(7)
+      }).pipe(Effect.provide(subscriberProcess))
+      yield* Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const listeners = sql<{ pid: number }>`SELECT pid FROM pg_stat_activity WHERE query LIKE 'LISTEN%burnbox_realtime%' AND pid <> pg_backend_pid()`
+        const [cut] = yield* listeners
+        assert.isDefined(cut)
+        yield* sql`SELECT pg_terminate_backend(${cut!.pid})`
+        // Published until heard: the process listens again about a second after the cut.
+        let heard: { messageId: number } | undefined
+        for (let n = 1; heard === undefined; n++) {
+          assert.isBelow(n, 100, "nothing heard 20 s after the cut")
+          yield* sql`SELECT pg_notify('burnbox_realtime', ${JSON.stringify({ accountId: 7, aliasId: 1, messageId: n, status: "processed" })})`
+          heard = yield* Queue.take(events).pipe(Effect.timeoutOption("200 millis"), Effect.map((o) => o._tag === "Some" ? o.value : undefined))
+        }
+        const [again] = yield* listeners
+        assert.isDefined(again)
+        assert.notStrictEqual(again!.pid, cut!.pid)
+      }).pipe(Effect.provide(processOn(url)))
+    }).pipe(Effect.scoped))
 })
 
 describe("JobQueue", () => {

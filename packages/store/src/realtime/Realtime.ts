@@ -6,8 +6,8 @@
  * Mercure hub and the web inbox subscribe here.
  */
 import { PgClient } from "@effect/sql-pg"
-import { Context, Effect, Layer, Option, Queue, Schema, type Scope } from "effect"
-import { SqlClient, type Statement } from "effect/sql"
+import { Context, Deferred, Effect, Layer, Option, Queue, Schedule, Schema, type Scope } from "effect"
+import { SqlClient, type SqlError, type Statement } from "effect/sql"
 
 export const RealtimeChannel = "burnbox_realtime"
 
@@ -62,20 +62,27 @@ export class Realtime extends Context.Service<Realtime, {
         if (subscriber.wants(event)) Queue.offerUnsafe(subscriber.events, event)
       }
     }
-    const notifications = yield* pg.listen(RealtimeChannel).pipe(Effect.orDie)
-    // Every notification that has arrived is delivered in one step: taken one at a time, each
-    // would wait its turn behind every other fiber ready to run (a loop yields between turns),
-    // and the last of a commit's notifications would be heard tens of ms after the first.
-    yield* Queue.takeAll(notifications).pipe(
-      Effect.flatMap((arrived) =>
-        Effect.sync(() => {
-          for (const notification of arrived) Option.map(decodeEvent(notification.payload), deliver)
-        })
-      ),
-      Effect.forever,
-      Effect.catchCause((cause) => Effect.logError("realtime: the LISTEN connection ended", cause)),
+    // Listens until the connection ends, then again a second later; the layer is ready once the
+    // first LISTEN holds (if it cannot, the layer fails). Events published while no LISTEN held
+    // are not heard: a wait reads again at its deadline, so that costs time, never mail.
+    const listening = yield* Deferred.make<void, SqlError.SqlError>()
+    const listen = Effect.scoped(Effect.gen(function*() {
+      const notifications = yield* pg.listen(RealtimeChannel).pipe(Effect.tapError((error) => Deferred.fail(listening, error)))
+      yield* Deferred.succeed(listening, undefined)
+      for (;;) {
+        // Every notification that has arrived is delivered in one step: taken one at a time, each
+        // would wait its turn behind every other fiber ready to run (a loop yields between turns),
+        // and the last of a commit's notifications would be heard tens of ms after the first.
+        const arrived = yield* Queue.takeAll(notifications)
+        for (const notification of arrived) Option.map(decodeEvent(notification.payload), deliver)
+      }
+    }))
+    yield* listen.pipe(
+      Effect.catchCause((cause) => Effect.logError("realtime: the LISTEN connection ended; listening again in 1 s", cause)),
+      Effect.repeat(Schedule.spaced("1 second")),
       Effect.forkScoped
     )
+    yield* Deferred.await(listening).pipe(Effect.orDie)
     const subscribe = (accounts: number | ReadonlyArray<number>, wants: EventTest = everyEvent) =>
       Effect.flatMap(Queue.unbounded<MailEvent>(), (events) => {
         const subscriber: Subscriber = { events, wants }
