@@ -10,7 +10,13 @@ import { SearchIndex } from "../search/SearchIndex.ts"
 import { MailboxAccess } from "../sharing/MailboxAccess.ts"
 import { type CountedView, decodeCursor, encodeCursor, type ListFilters, listConditions } from "./MessageList.ts"
 
-/** A summary's columns (`summaryColumns`): the message row `m` and the reader's marks `s` (null without a state row). */
+const AliasOfRow = Schema.Struct({ local_part: Schema.String, domain: Schema.String, label: Schema.NullOr(Schema.String) })
+const TagOfRow = Schema.Struct({ id: Schema.Int, name: Schema.String, color: Schema.NullOr(Schema.String) })
+
+/**
+ * A summary's columns (`summarySelect`): the message row `m`, the reader's marks `s` (null without
+ * a state row), and the row's alias and the reader's tags on it.
+ */
 const summaryFields = {
   id: Schema.Int,
   source: Schema.Literals(["smtp", "test"]),
@@ -33,7 +39,10 @@ const summaryFields = {
   spam_score: Schema.NullOr(Schema.Number),
   auth: Schema.Struct({ spf: Schema.NullOr(Schema.String), dkim: Schema.NullOr(Schema.String), dmarc: Schema.NullOr(Schema.String) }),
   otp_codes: Schema.Array(Schema.String),
-  processing_status: ProcessingStatus
+  processing_status: ProcessingStatus,
+  // A message's alias outlives it (messages.alias_id references aliases ON DELETE CASCADE).
+  alias: AliasOfRow,
+  tags: Schema.Array(TagOfRow)
 }
 const SummaryRow = Schema.Struct(summaryFields)
 type SummaryRow = typeof SummaryRow.Type
@@ -46,17 +55,14 @@ const DetailRow = Schema.Struct({
   verification_links: Schema.Array(Schema.String)
 })
 
-const TagRow = Schema.Struct({ message_id: Schema.Int, id: Schema.Int, name: Schema.String, color: Schema.NullOr(Schema.String) })
-type TagRow = typeof TagRow.Type
-const AliasRow = Schema.Struct({ id: Schema.Int, local_part: Schema.String, domain: Schema.String, label: Schema.NullOr(Schema.String) })
-type AliasRow = typeof AliasRow.Type
 
 /** The sender as the message shows it: the From address, else the envelope sender. */
 export const senderAddressOf = (row: { readonly sender_address: string; readonly envelope_from: string | null }): string =>
   row.sender_address || row.envelope_from || UNKNOWN_SENDER_ADDRESS
 
-const toSummary = (row: SummaryRow, alias: AliasRow, tags: ReadonlyArray<TagRow>): MessageSummary => {
+const toSummary = (row: SummaryRow): MessageSummary => {
   const isRead = row.is_read ?? false
+  const alias = row.alias
   return {
     id: row.id,
     source: row.source,
@@ -79,16 +85,17 @@ const toSummary = (row: SummaryRow, alias: AliasRow, tags: ReadonlyArray<TagRow>
     spamScore: row.spam_score,
     auth: row.auth,
     otpCodes: row.otp_codes,
-    tags: tags.map((t) => ({ id: t.id, name: t.name, color: t.color })),
+    tags: row.tags.map((t) => ({ id: t.id, name: t.name, color: t.color })),
     processingStatus: row.processing_status
   }
 }
 
 /**
- * A summary's columns of `messages` (m) and the reader's marks (s): its alias and tags are read
- * after, for the rows of the page only (`summariesOf`). Joining aliases and domains here cost
- * more to plan (~2 ms, every time: PostgreSQL keeps custom plans for these statements) than the
- * page took to run.
+ * A summary's columns of `messages` (m) and the reader's marks (s), then its alias and the
+ * reader's tags, each a subquery for the row (`summarySelect`): one statement reads a page as its
+ * reader sees it. Joining aliases and domains into the page's own query cost more to plan (~2 ms,
+ * every time: PostgreSQL keeps custom plans for these statements) than the page took to run; a
+ * subquery per row is planned alone, and run only for the rows the page returns.
  */
 const summaryColumns = `m.id, m.source, m.alias_id, m.sender_name, m.sender_address,
   m.envelope_from, m.subject, m.snippet, m.received_at, m.expires_at, m.size_bytes, s.is_read, s.starred, s.pinned,
@@ -116,57 +123,25 @@ export class Messages extends Context.Service<Messages, {
 
     const summaryRows = rowsDecoder(SummaryRow)
     const detailRows = rowsDecoder(DetailRow)
-    const tagRows = rowsDecoder(TagRow)
-    const aliasRows = rowsDecoder(AliasRow)
     const decodeTotals = rowsDecoder(Schema.Struct({ total: Schema.Int }))
 
-    const tagsOf = (accountId: number, ids: ReadonlyArray<number>) =>
-      ids.length === 0
-        ? Effect.succeed(new Map<number, Array<TagRow>>())
-        : sql`
-            SELECT mt.message_id, t.id, t.name, t.color FROM message_tags mt JOIN tags t ON t.id = mt.tag_id
-            WHERE mt.account_id = ${accountId} AND mt.message_id IN ${sql.in(ids)} ORDER BY t.name_key`.pipe(
-            Effect.flatMap(tagRows),
-            Effect.orDie,
-            Effect.map((rows) => {
-              const byMessage = new Map<number, Array<TagRow>>()
-              for (const row of rows) byMessage.set(row.message_id, [...(byMessage.get(row.message_id) ?? []), row])
-              return byMessage
-            })
-          )
-
-    const aliasesOf = (ids: ReadonlyArray<number>) =>
-      ids.length === 0
-        ? Effect.succeed(new Map<number, AliasRow>())
-        : sql`
-            SELECT al.id, al.local_part, (SELECT d.name FROM domains d WHERE d.id = al.domain_id) AS domain, al.label
-            FROM aliases al WHERE al.id IN ${sql.in([...new Set(ids)])}`.pipe(
-            Effect.flatMap(aliasRows),
-            Effect.orDie,
-            Effect.flatMap((rows) => {
-              const aliases = new Map(rows.map((row) => [row.id, row]))
-              // A message's alias outlives it (messages.alias_id references aliases ON DELETE CASCADE).
-              return ids.every((id) => aliases.has(id)) ? Effect.succeed(aliases) : Effect.die(new Error("a message's alias is missing"))
-            })
-          )
-
-    /** The rows as their reader sees them, with their aliases and tags. */
-    const summariesOf = <Row extends SummaryRow>(accountId: number, rows: ReadonlyArray<Row>) =>
-      Effect.map(
-        Effect.all([aliasesOf(rows.map((r) => r.alias_id)), tagsOf(accountId, rows.map((r) => r.id))], { concurrency: 2 }),
-        ([aliases, tags]) => rows.map((row) => ({ row, summary: toSummary(row, aliases.get(row.alias_id)!, tags.get(row.id) ?? []) }))
-      )
+    /** The alias of a summary's row `m` (its `id` and `alias_id`) and the reader's tags on it: select-list items. */
+    const aliasAndTags = (accountId: number) =>
+      sql`
+        (SELECT json_build_object('local_part', al.local_part, 'domain', d.name, 'label', al.label)
+          FROM aliases al JOIN domains d ON d.id = al.domain_id WHERE al.id = m.alias_id) AS alias,
+        (SELECT coalesce(json_agg(json_build_object('id', t.id, 'name', t.name, 'color', t.color) ORDER BY t.name_key), '[]')
+          FROM message_tags mt JOIN tags t ON t.id = mt.tag_id WHERE mt.message_id = m.id AND mt.account_id = ${accountId}) AS tags`
 
     /**
-     * `total` of a list read from `messages`: the counts kept in mailbox_counts for the plain
-     * mailbox, archive and trash; else the messages counted. (A search counts in the index.)
+     * `total` of a list read from `messages`, as a scalar expression: the counts kept in
+     * mailbox_counts for the plain mailbox, archive and trash; else the messages counted. (A
+     * search counts in the index.)
      */
-    const totalOf = (accountId: number, where: Statement.Fragment, view: CountedView | undefined) => {
-      const counted = view === undefined
-        ? sql`SELECT count(*)::int AS total FROM messages m WHERE ${where}`
-        : sql`SELECT coalesce((SELECT ${view === "mailbox" ? sql`in_mailbox - archived` : view === "archive" ? sql`archived` : sql`trashed`} FROM mailbox_counts WHERE account_id = ${accountId}), 0) AS total`
-      return counted.pipe(Effect.flatMap(decodeTotals), Effect.map((rows) => rows[0]!.total))
-    }
+    const totalOf = (accountId: number, where: Statement.Fragment, view: CountedView | undefined) =>
+      view === undefined
+        ? sql`(SELECT count(*)::int FROM messages m WHERE ${where})`
+        : sql`coalesce((SELECT ${view === "mailbox" ? sql`in_mailbox - archived` : view === "archive" ? sql`archived` : sql`trashed`} FROM mailbox_counts WHERE account_id = ${accountId}), 0)`
 
     const list = Effect.fn("Messages.list")(function*(accountId: number, filters: ListPage) {
       const { cursor, limit = 50, tail = false, ...rest } = filters
@@ -184,8 +159,8 @@ export class Messages extends Context.Service<Messages, {
         : sql`(m.received_at, m.id) > (${new Date(position.receivedAt)}, ${position.id})`
       const order = newest ? sql`m.received_at DESC, m.id DESC` : sql`m.received_at ASC, m.id ASC`
       const readerMarks = sql`LEFT JOIN message_states s ON s.message_id = m.id AND s.account_id = ${accountId}`
-      /** The page as its reader sees it: the first `limit` of `rows`, with their aliases and tags. */
-      const summarize = (rows: ReadonlyArray<SummaryRow>) => summariesOf(accountId, rows.slice(0, limit))
+      /** The page as its reader sees it: the first `limit` of `rows`. */
+      const summarize = (rows: ReadonlyArray<SummaryRow>) => Effect.succeed(rows.slice(0, limit).map((row) => ({ row, summary: toSummary(row) })))
       const searched = indexed && query !== undefined
         ? search.search({
           query,
@@ -196,20 +171,28 @@ export class Messages extends Context.Service<Messages, {
           limit,
           /** The page's rows read from messages, in order, for a query of its ids in the search index. */
           rowsOf: (ids, extra) =>
-            sql`SELECT ${sql.literal(summaryColumns)}${extra} FROM (${ids}) page JOIN messages m ON m.id = page.id ${readerMarks} ORDER BY ${order}`,
+            sql`SELECT ${sql.literal(summaryColumns)}, ${aliasAndTags(accountId)}${extra} FROM (${ids}) page JOIN messages m ON m.id = page.id ${readerMarks} ORDER BY ${order}`,
           decode: summaryRows,
           summarize
         })
         : undefined
-      const listed = Effect.all([
-        sql`
-          SELECT ${sql.literal(summaryColumns)} FROM messages m ${readerMarks}
-          WHERE ${where} AND ${after}
-          ORDER BY ${order}
-          LIMIT ${limit + 1}`.pipe(Effect.flatMap(summaryRows)),
-        totalOf(accountId, where, counted)
-      ], { concurrency: 2 }).pipe(
-        Effect.flatMap(([rows, total]) => Effect.map(summarize(rows), (page) => ({ rows, page, total }))),
+      // One statement, one round trip: the total (a row even when the page is empty), and the
+      // page's rows with their aliases and tags, read for the page's rows only.
+      const listed = sql`
+        SELECT c.total, p.* FROM (SELECT ${totalOf(accountId, where, counted)} AS total) c
+        LEFT JOIN (
+          SELECT m.*, ${aliasAndTags(accountId)} FROM (
+            SELECT ${sql.literal(summaryColumns)} FROM messages m ${readerMarks}
+            WHERE ${where} AND ${after}
+            ORDER BY ${order}
+            LIMIT ${limit + 1}
+          ) m
+        ) p ON true
+        ORDER BY ${newest ? sql`p.received_at DESC, p.id DESC` : sql`p.received_at ASC, p.id ASC`}`.pipe(
+        Effect.flatMap((raw) =>
+          Effect.all([decodeTotals(raw.slice(0, 1)), summaryRows(raw.filter((r) => (r as { id: unknown }).id !== null))])
+        ),
+        Effect.flatMap(([[first], rows]) => Effect.map(summarize(rows), (page) => ({ rows, page, total: first!.total }))),
         Effect.orDie
       )
       const { page, rows, total } = yield* (searched ?? listed)
@@ -236,25 +219,24 @@ export class Messages extends Context.Service<Messages, {
 
     const detail = Effect.fn("Messages.detail")(function*(accountId: number, id: number, baseUrl: string) {
       const rows = yield* sql`
-        SELECT ${sql.literal(summaryColumns)},
+        SELECT ${sql.literal(summaryColumns)}, ${aliasAndTags(accountId)},
                m.headers, m.text_body, m.html_sanitized IS NOT NULL AS has_html, m.verification_links
         FROM messages m
         LEFT JOIN message_states s ON s.message_id = m.id AND s.account_id = ${accountId}
         WHERE m.id = ${id} AND ${access.mailboxes(accountId, "read", "m")}`.pipe(Effect.flatMap(detailRows), Effect.orDie)
       const row = rows[0]
       if (row === undefined) return undefined
-      const [[summary], attachments, alwaysLoad] = yield* Effect.all([
-        summariesOf(accountId, [row]),
+      const [attachments, alwaysLoad] = yield* Effect.all([
         blobs.attachments(id),
         preferenceOf({ accountId, sender: senderAddressOf(row).toLowerCase() }).pipe(
           Effect.orDie,
           Effect.map((preferences) => preferences[0]?.always_load ?? false)
         )
-      ], { concurrency: 3 })
+      ], { concurrency: 2 })
       const url = `${baseUrl}/messages/${row.id}`
       const htmlUrl = row.has_html ? `${url}/html` : null
       return {
-        ...summary!.summary,
+        ...toSummary(row),
         headers: row.headers,
         textBody: row.text_body,
         htmlUrl,
