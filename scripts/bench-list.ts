@@ -160,10 +160,10 @@ const statementOf = (shape: Shape, kind: Kind): Statement => {
   const matchesPage = () => `SELECT m.id, m.received_at FROM matches m WHERE ${after()} ORDER BY ${order} LIMIT ${p("int4", String(shape.limit + 1))}`
   if (!indexed) {
     // One statement: the total (a row even for an empty page), then the page with its aliases and tags.
-    const total = keptTotal()
+    const kept = keptTotal()
     const extras = aliasAndTags()
     return done(`
-        SELECT c.total, p.* FROM (SELECT ${total} AS total) c
+        SELECT c.total, p.* FROM (SELECT ${kept} AS total) c
         LEFT JOIN (
           SELECT m.*, ${extras} FROM (
             SELECT ${summaryColumns} FROM messages m ${readerMarks()}
