@@ -170,9 +170,13 @@ describe("Realtime across processes", () => {
       }).pipe(Effect.provide(subscriberProcess))
       yield* Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
-        const listeners = sql<{ pid: number }>`SELECT pid FROM pg_stat_activity WHERE query LIKE 'LISTEN%burnbox_realtime%' AND pid <> pg_backend_pid()`
-        const [cut] = yield* listeners
-        assert.isDefined(cut)
+        const listeners = sql<{ pid: number }>`
+          SELECT pid FROM pg_stat_activity
+          WHERE datname = current_database() AND query LIKE 'LISTEN%burnbox_realtime%' AND pid <> pg_backend_pid()`
+        // This test's own database: other test files listen on the same cluster.
+        const found = yield* listeners
+        assert.strictEqual(found.length, 1)
+        const cut = found[0]
         yield* sql`SELECT pg_terminate_backend(${cut!.pid})`
         // Published until heard: the process listens again about a second after the cut.
         let heard: { messageId: number } | undefined
