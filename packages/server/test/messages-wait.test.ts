@@ -229,6 +229,25 @@ describe("waiting requests and the process", () => {
     await subscriptions(0)
   }, 60_000)
 
+  it("a wait whose event came while the LISTEN connection was down answers once the process listens again, not at its deadline", async () => {
+    const alias = await claimAlias(h, who)
+    const answer = pending(`/messages?alias=${alias.id}&wait=60`)
+    await subscriptions(1)
+    const listens = await h.query<{ pid: number }>(
+      "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name LIKE 'burnbox/%' AND query LIKE 'LISTEN%burnbox_realtime%'"
+    )
+    expect(listens).toHaveLength(1)
+    await h.query(`SELECT pg_terminate_backend(${listens[0]!.pid})`)
+    // Processed within the second before the process listens again: its event is not heard.
+    const started = performance.now()
+    const id = await injectMail(h, who, alias.id, { subject: "while not listening" })
+    const { status, body, at } = await answer
+    expect(status).toBe(200)
+    expect((body as Page).items.map((m) => [m.id, m.processingStatus])).toEqual([[id, "processed"]])
+    expect(at - started).toBeLessThan(10_000)
+    await subscriptions(0)
+  }, 30_000)
+
   it("shutdown answers the waiting requests with their page (here the empty page)", async () => {
     const other = await startHarness({}, undefined, { seed: 7532 })
     const session = await other.signup({ plan: "pro" })

@@ -29,13 +29,22 @@ const decodeEvent = Schema.decodeUnknownOption(Schema.fromJsonString(MailEvent))
 export const publishFragment = (sql: SqlClient.SqlClient, status: MailEvent["status"], rows: string): Statement.Fragment =>
   sql`pg_notify(${RealtimeChannel}, json_build_object('accountId', ${sql(rows)}.account_id, 'aliasId', ${sql(rows)}.alias_id, 'messageId', ${sql(rows)}.id, 'status', ${status}::text)::text)`
 
+/**
+ * What a subscriber hears when this process listens again after its LISTEN connection ended:
+ * events published meanwhile were not heard, so what it shows is read again.
+ */
+export const EventsMissed = { missed: true } as const
+
+/** What a subscription delivers: its events, and `EventsMissed` after a gap in listening. */
+export type Heard = MailEvent | typeof EventsMissed
+
 /** Which of its accounts' events a subscriber hears: all of them without a test. */
 export type EventTest = (event: MailEvent) => boolean
 
 const everyEvent: EventTest = () => true
 
 interface Subscriber {
-  readonly events: Queue.Queue<MailEvent>
+  readonly events: Queue.Queue<Heard>
   readonly wants: EventTest
 }
 
@@ -43,11 +52,12 @@ export class Realtime extends Context.Service<Realtime, {
   /** Publishes to every process, after the surrounding transaction commits (if any). */
   readonly publish: (event: MailEvent) => Effect.Effect<void>
   /**
-   * The events of one or more accounts (those `wants`, if given) from now until the scope closes.
-   * A subscription is an entry in its accounts' sets: an event costs a lookup of its account and
-   * a test per subscriber of that account, whatever else subscribes.
+   * The events of one or more accounts (those `wants`, if given) from now until the scope closes,
+   * and `EventsMissed` whenever the process listens again after a gap. A subscription is an entry
+   * in its accounts' sets: an event costs a lookup of its account and a test per subscriber of
+   * that account, whatever else subscribes.
    */
-  readonly subscribe: (accounts: number | ReadonlyArray<number>, wants?: EventTest) => Effect.Effect<Queue.Dequeue<MailEvent>, never, Scope.Scope>
+  readonly subscribe: (accounts: number | ReadonlyArray<number>, wants?: EventTest) => Effect.Effect<Queue.Dequeue<Heard>, never, Scope.Scope>
   /** How many subscriptions are open in this process. */
   readonly subscriptions: Effect.Effect<number>
 }>()("burnbox/Realtime") {
@@ -64,11 +74,16 @@ export class Realtime extends Context.Service<Realtime, {
     }
     // Listens until the connection ends, then again a second later; the layer is ready once the
     // first LISTEN holds (if it cannot, the layer fails). Events published while no LISTEN held
-    // are not heard: a wait reads again at its deadline, so that costs time, never mail.
+    // are not heard: every subscriber hears EventsMissed once listening again, and reads again.
     const listening = yield* Deferred.make<void, SqlError.SqlError>()
     const listen = Effect.scoped(Effect.gen(function*() {
       const notifications = yield* pg.listen(RealtimeChannel).pipe(Effect.tapError((error) => Deferred.fail(listening, error)))
-      yield* Deferred.succeed(listening, undefined)
+      if (!(yield* Deferred.succeed(listening, undefined))) {
+        // A subscriber of several accounts is in several sets: it hears this once.
+        for (const subscriber of new Set([...byAccount.values()].flatMap((subscribers) => [...subscribers]))) {
+          Queue.offerUnsafe(subscriber.events, EventsMissed)
+        }
+      }
       for (;;) {
         // Every notification that has arrived is delivered in one step: taken one at a time, each
         // would wait its turn behind every other fiber ready to run (a loop yields between turns),
@@ -84,7 +99,7 @@ export class Realtime extends Context.Service<Realtime, {
     )
     yield* Deferred.await(listening).pipe(Effect.orDie)
     const subscribe = (accounts: number | ReadonlyArray<number>, wants: EventTest = everyEvent) =>
-      Effect.flatMap(Queue.unbounded<MailEvent>(), (events) => {
+      Effect.flatMap(Queue.unbounded<Heard>(), (events) => {
         const subscriber: Subscriber = { events, wants }
         const ids = [...new Set(typeof accounts === "number" ? [accounts] : accounts)]
         return Effect.acquireRelease(
@@ -95,7 +110,7 @@ export class Realtime extends Context.Service<Realtime, {
               else set.add(subscriber)
             }
             open++
-            return events as Queue.Dequeue<MailEvent>
+            return events as Queue.Dequeue<Heard>
           }),
           () =>
             Effect.andThen(
