@@ -6,7 +6,7 @@ import { assert, describe, it, layer } from "@effect/vitest"
 import { analyzeMessage, buildTestMessage, parseMessage, workedMail } from "@burnbox/domain/mail/index"
 import { ClaimTimeoutMs, EventsMissed, type Heard, JobQueue, MailQueue, Mailstore, type ProcessedMessage, Realtime } from "@burnbox/store"
 import { freshDatabase, processOn, seedAlias, TestDatabase } from "@burnbox/testkit"
-import { Clock, Deferred, Effect, Layer, Queue } from "effect"
+import { Clock, Deferred, Effect, Layer, Queue, type Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import { TestClock } from "effect/testing"
 
@@ -122,16 +122,23 @@ layer(Queues)("MailQueue", (it) => {
     }))
 })
 
+/** A process of its own (a pool and a Realtime layer) on the database, for the scope. */
+const aProcess = (url: Redacted.Redacted<string>) => Layer.build(Realtime.layer.pipe(Layer.provideMerge(processOn(url))))
+
+/** A subscription to an account's events in a process of its own. */
+const subscribedIn = (url: Redacted.Redacted<string>, accountId: number) =>
+  Effect.flatMap(aProcess(url), (process) =>
+    Effect.gen(function*() {
+      const realtime = yield* Realtime
+      return yield* realtime.subscribe(accountId)
+    }).pipe(Effect.provide(process)))
+
 describe("Realtime across processes", () => {
   it.live("an event published by one process reaches a subscriber in another, and no one else's", () =>
     Effect.gen(function*() {
       const url = yield* freshDatabase
-      const subscriberProcess = yield* Layer.build(Realtime.layer.pipe(Layer.provideMerge(processOn(url))))
-      const publisherProcess = yield* Layer.build(Realtime.layer.pipe(Layer.provideMerge(processOn(url))))
-      const events = yield* Effect.gen(function*() {
-        const realtime = yield* Realtime
-        return yield* realtime.subscribe(7)
-      }).pipe(Effect.provide(subscriberProcess))
+      const events = yield* subscribedIn(url, 7)
+      const publisherProcess = yield* aProcess(url)
       yield* Effect.gen(function*() {
         const realtime = yield* Realtime
         yield* realtime.publish({ accountId: 8, aliasId: 1, messageId: 1, status: "processed" })
@@ -143,12 +150,8 @@ describe("Realtime across processes", () => {
   it.live("a burst committed at once reaches the subscriber whole and in order", () =>
     Effect.gen(function*() {
       const url = yield* freshDatabase
-      const subscriberProcess = yield* Layer.build(Realtime.layer.pipe(Layer.provideMerge(processOn(url))))
-      const publisherProcess = yield* Layer.build(Realtime.layer.pipe(Layer.provideMerge(processOn(url))))
-      const events = yield* Effect.gen(function*() {
-        const realtime = yield* Realtime
-        return yield* realtime.subscribe(7)
-      }).pipe(Effect.provide(subscriberProcess))
+      const events = yield* subscribedIn(url, 7)
+      const publisherProcess = yield* aProcess(url)
       yield* Effect.gen(function*() {
         const realtime = yield* Realtime
         const sql = yield* SqlClient.SqlClient
@@ -163,11 +166,7 @@ describe("Realtime across processes", () => {
   it.live("when its LISTEN connection is cut, a process listens again, tells its subscribers it may have missed events, and hears what follows", () =>
     Effect.gen(function*() {
       const url = yield* freshDatabase
-      const subscriberProcess = yield* Layer.build(Realtime.layer.pipe(Layer.provideMerge(processOn(url))))
-      const events = yield* Effect.gen(function*() {
-        const realtime = yield* Realtime
-        return yield* realtime.subscribe(7)
-      }).pipe(Effect.provide(subscriberProcess))
+      const events = yield* subscribedIn(url, 7)
       yield* Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
         // This test's own database: other test files listen on the same cluster.
