@@ -34,6 +34,8 @@ export interface RequestOptions {
   /** Send the session without its CSRF header. */
   readonly withoutCsrf?: boolean
   readonly headers?: Record<string, string>
+  /** Aborts the request (and its wait for the answer), e.g. `AbortSignal.timeout(ms)`. */
+  readonly signal?: AbortSignal
 }
 
 export interface Answer<A = any> {
@@ -172,7 +174,8 @@ export const startHarness = async (
     const response = await fetch(path.startsWith("http") ? path : `${path.startsWith("/api") || path.startsWith("/docs") || path.startsWith("/.well-known") ? origin : baseUrl}${path}`, {
       method: options.method ?? "GET",
       headers,
-      ...(body === undefined ? {} : { body })
+      ...(body === undefined ? {} : { body }),
+      ...(options.signal === undefined ? {} : { signal: options.signal })
     })
     const text = await response.text()
     let parsed: unknown = undefined
