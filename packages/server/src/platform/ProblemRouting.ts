@@ -1,7 +1,7 @@
 /**
  * What no endpoint answers still answers in the Problem shape: an unknown path (404), a known
- * path with the wrong method (405 with Allow), an oversized body (413), and any defect (500,
- * logged with its cause, never shown to the client).
+ * path with the wrong method (405 with Allow), path parameters the router cannot read (422), an
+ * oversized body (413), and any defect (500, logged with its cause, never shown to the client).
  */
 import { BurnboxApi, problemBody, problemResponse } from "@burnbox/domain"
 import { isRefusedText } from "@burnbox/store"
@@ -11,19 +11,55 @@ import { HttpApiError } from "effect/http-api"
 
 interface Route {
   readonly method: string
+  /** The path, each parameter a group. */
   readonly pattern: RegExp
+  /** The parameters' names, in the order of the groups. */
+  readonly params: ReadonlyArray<string>
 }
 
 const routes: ReadonlyArray<Route> = Object.values(BurnboxApi.groups).flatMap((group) =>
   Object.values(group.endpoints).map((endpoint) => ({
     method: endpoint.method,
-    pattern: new RegExp(`^${endpoint.path.replace(/:[A-Za-z]+/g, "[^/]+")}/?$`)
+    pattern: new RegExp(`^${endpoint.path.replace(/:[A-Za-z]+/g, "([^/]+)")}/?$`),
+    params: [...endpoint.path.matchAll(/:([A-Za-z]+)/g)].map((match) => match[1]!)
   }))
 )
 
 /** The methods the API answers on a path, or none when the path is unknown. */
 export const allowedMethods = (path: string): ReadonlyArray<string> =>
   [...new Set(routes.filter((route) => route.pattern.test(path)).map((route) => route.method))]
+
+/** The longest path parameter the router reads (find-my-way's `maxParamLength`). */
+const MaxParamLength = 100
+
+const decodes = (text: string): boolean => {
+  try {
+    decodeURIComponent(text)
+    return true
+  } catch {
+    return false
+  }
+}
+
+/**
+ * Why the router could not read the path parameters of `method`'s own route at `path`, by
+ * parameter: not percent-encoding that decodes to text (`%zz`, a bare `%`, bytes that are not
+ * UTF-8) or longer than it reads. The router then finds no route, though the path is one of
+ * this method's: the request's parameter is what is wrong, as when its schema refuses it.
+ */
+export const unreadableParams = (method: string, path: string): Readonly<Record<string, string>> => {
+  const reasons: Record<string, string> = {}
+  for (const route of routes) {
+    const values = route.method === method ? route.pattern.exec(path) : null
+    if (values === null) continue
+    route.params.forEach((name, i) => {
+      const value = values[i + 1]!
+      if (!decodes(value)) reasons[name] ??= "invalid_encoding"
+      else if (decodeURIComponent(value).length > MaxParamLength) reasons[name] ??= "too_long"
+    })
+  }
+  return reasons
+}
 
 const answer = (status: number, code: string, message: string, headers: Record<string, string> = {}) =>
   problemResponse(status, problemBody({ code, message })).pipe(HttpServerResponse.setHeaders(headers))
@@ -62,6 +98,10 @@ export const ProblemRouting = HttpRouter.middleware((effect) =>
       const failure = Option.getOrUndefined(Cause.findErrorOption(cause))
       if (failure !== undefined && isRouteNotFound(failure)) {
         const path = new URL(request.url, "http://x").pathname
+        const unreadable = unreadableParams(request.method, path)
+        if (Object.keys(unreadable).length > 0) {
+          return problemResponse(422, problemBody({ code: "validation_failed", message: "The request is not valid; see fields.", fields: unreadable }))
+        }
         const allowed = allowedMethods(path)
         if (allowed.length > 0) {
           return answer(405, "method_not_allowed", `${request.method} is not allowed here; use ${allowed.join(", ")}.`, {
