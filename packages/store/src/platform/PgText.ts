@@ -1,1 +1,1 @@
-export { pgText } from "@burnbox/domain/platform/PgText"
+export { pgJson, pgText } from "@burnbox/domain/platform/PgText"

@@ -24,8 +24,13 @@ export interface Decision {
   readonly retryAfter: number
 }
 
-/** The shared counter of one key in one window length. */
-const windowId = (key: string, window: Window) => `${key}:${window.seconds}`
+/**
+ * The shared counter of one key in one window length, as PostgreSQL stores it: a key can hold
+ * request text (a login's email), and a lone surrogate in it is U+FFFD there (the driver's UTF-8),
+ * so it is here too. Otherwise the JSON a peek sends carries it as a `\ud800` escape, which
+ * PostgreSQL refuses (a 500), and the counts it reads back are not found under the key it asked for.
+ */
+const windowId = (key: string, window: Window) => `${key}:${window.seconds}`.toWellFormed()
 
 const windowStart = (at: number, seconds: number) => Math.floor(at / (seconds * 1000)) * seconds * 1000
 

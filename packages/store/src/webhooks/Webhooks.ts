@@ -32,6 +32,7 @@ import { Context, Effect, Layer, Option, Redacted, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
 import { BurnboxConfig } from "../platform/Config.ts"
 import { checkTarget } from "../platform/OutboundHttp.ts"
+import { pgJson } from "../platform/PgText.ts"
 import { CountRow, IntFromInt8, IsoFromDate } from "../platform/Rows.ts"
 import { now } from "../platform/Time.ts"
 
@@ -259,7 +260,7 @@ export class Webhooks extends Context.Service<Webhooks, {
       execute: (endpoint) => sql`
           INSERT INTO webhooks (account_id, name, url, subscription, spki_pin, include_text_body, include_message_restored,
                                 secret_encrypted, created_at, updated_at)
-          VALUES (${endpoint.accountId}, ${endpoint.name}, ${endpoint.url}, ${JSON.stringify(endpoint.subscription)}::jsonb, ${endpoint.spkiPin},
+          VALUES (${endpoint.accountId}, ${endpoint.name}, ${endpoint.url}, ${pgJson(endpoint.subscription)}::jsonb, ${endpoint.spkiPin},
                   ${endpoint.includeTextBody}, ${endpoint.includeMessageRestored},
                   ${endpoint.secretEncrypted}, ${endpoint.at}, ${endpoint.at})
           RETURNING *`
@@ -316,7 +317,7 @@ export class Webhooks extends Context.Service<Webhooks, {
           UPDATE webhooks SET
             name = ${endpoint.name},
             url = ${endpoint.url},
-            subscription = ${JSON.stringify(endpoint.subscription)}::jsonb,
+            subscription = ${pgJson(endpoint.subscription)}::jsonb,
             spki_pin = ${endpoint.spkiPin},
             include_text_body = ${endpoint.includeTextBody},
             include_message_restored = ${endpoint.includeMessageRestored},
