@@ -4,7 +4,7 @@
  * needs: claim an alias in one call, burn it, wait for mail, inject test mail, manage webhooks.
  * Every failure is a BurnboxProblem.
  */
-import { Clock, Context, Effect, Layer, Redacted, Schema } from "effect"
+import { Clock, Context, Effect, Layer, Redacted, Result, Schema } from "effect"
 import { FetchHttpClient, HttpClient, HttpClientRequest } from "effect/http"
 import { HttpApiClient } from "effect/http-api"
 import { BurnboxApi } from "@burnbox/domain/Api"
@@ -50,7 +50,10 @@ export interface CreateAliasOptions {
 
 export interface WaitOptions {
   readonly alias: AliasRef
-  /** Seconds to wait in all (default 30); longer waits are asked in 120-second requests. */
+  /**
+   * Seconds to wait in all (default 30); longer waits are asked in 120-second requests. Transient
+   * trouble (no answer, 429, 502-504) is tried again within this time, backing off up to 4 s.
+   */
   readonly timeout?: number | undefined
   /** Only mail received at or after this instant. */
   readonly since?: Date | string | undefined
@@ -100,6 +103,34 @@ const waitSeconds = (deadline: number, now: number) => {
 /** The origin the contract's `/api/v1` prefix is appended to. */
 export const apiOrigin = (baseUrl: string | URL): string =>
   String(baseUrl).replace(/\/+$/, "").replace(/\/api\/v1$/, "")
+
+/** The longest pause between tries of a wait after a transient problem. */
+const MaxBackoffMs = 4_000
+
+/**
+ * A problem a wait outlasts: no answer at all (the server restarting, a dropped connection), the
+ * token's request limit (429), or the service briefly unavailable (502, 503, 504).
+ */
+const isTransient = (problem: BurnboxProblem) =>
+  problem.status === 0 ? problem.code === "network_error" : [429, 502, 503, 504].includes(problem.status)
+
+/**
+ * `attempt`, tried again after a transient problem until `deadline` (pausing PollIntervalMs, then
+ * twice as long each time, up to MaxBackoffMs); any other problem, or a transient one with no time
+ * left for another try, is the wait's.
+ */
+const retryingUntil = <A>(deadline: number, attempt: Effect.Effect<A, BurnboxProblem>) =>
+  Effect.gen(function*() {
+    let pause = PollIntervalMs
+    for (;;) {
+      const result = yield* Effect.result(attempt)
+      if (Result.isSuccess(result)) return result.success
+      const now = yield* Clock.currentTimeMillis
+      if (!isTransient(result.failure) || now + pause >= deadline) return yield* Effect.fail(result.failure)
+      yield* Effect.sleep(pause)
+      pause = Math.min(pause * 2, MaxBackoffMs)
+    }
+  })
 
 const isPending = (message: { readonly processingStatus: string }) =>
   message.processingStatus === "stub" || message.processingStatus === "processing"
@@ -193,9 +224,13 @@ export const make = Effect.fnUntraced(function*(options: ClientOptions) {
     // until mail arrives (up to 120 s); one that answers at once is asked again after a pause.
     let first: MessageSummary | undefined
     while (true) {
-      const started = yield* Clock.currentTimeMillis
-      const seconds = waitSeconds(deadline, started)
-      const page = yield* list(seconds === undefined ? query : { ...query, wait: seconds })
+      const page = yield* retryingUntil(
+        deadline,
+        Effect.flatMap(Clock.currentTimeMillis, (started) => {
+          const seconds = waitSeconds(deadline, started)
+          return list(seconds === undefined ? query : { ...query, wait: seconds })
+        })
+      )
       first = page.items[0]
       if (first !== undefined) break
       const now = yield* Clock.currentTimeMillis
@@ -205,14 +240,16 @@ export const make = Effect.fnUntraced(function*(options: ClientOptions) {
       yield* Effect.sleep(Math.min(PollIntervalMs, deadline - now))
     }
     // Then read it once the pipeline is done with it (parsed: codes, links, body).
-    let detail = yield* get(first.id, { wait: waitSeconds(deadline, yield* Clock.currentTimeMillis) })
+    const id = first.id
+    const read = retryingUntil(deadline, Effect.flatMap(Clock.currentTimeMillis, (now) => get(id, { wait: waitSeconds(deadline, now) })))
+    let detail = yield* read
     while (isPending(detail)) {
       const now = yield* Clock.currentTimeMillis
       if (now >= deadline) {
         return yield* BurnboxProblem.timeout(`Message ${detail.id} arrived but was still being processed after ${timeout} s.`)
       }
       yield* Effect.sleep(Math.min(PollIntervalMs, deadline - now))
-      detail = yield* get(first.id, { wait: waitSeconds(deadline, yield* Clock.currentTimeMillis) })
+      detail = yield* read
     }
     return detail
   })

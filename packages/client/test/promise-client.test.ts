@@ -90,6 +90,45 @@ describe("createClient", () => {
     expect(refused).toMatchObject({ status: 401, code: "invalid_token" })
   })
 
+  it("a wait outlasts transient problems (no answer, 429, 503) and fails at once on any other", async () => {
+    const session = await h.signup({ plan: "pro" })
+    const token = await h.createToken(session, ["read", "manage-aliases", "test"])
+    const own = createClient({ baseUrl: h.baseUrl, token })
+    const alias = await own.aliases.create()
+    /** The first list requests of a wait meet what `troubles` says, in order; the rest go through. */
+    const flaky = (troubles: Array<"no answer" | number>) => {
+      const met: Array<string> = []
+      const troubled = createClient({
+        baseUrl: h.baseUrl,
+        token,
+        fetch: (input, init) => {
+          const url = input instanceof Request ? input.url : String(input)
+          const trouble = url.includes("/api/v1/messages?") ? troubles.shift() : undefined
+          if (trouble === undefined) return fetch(input, init)
+          met.push(String(trouble))
+          if (trouble === "no answer") return Promise.reject(new TypeError("fetch failed"))
+          const body = JSON.stringify({ error: { code: trouble === 429 ? "rate_limited" : "service_unavailable", message: "Try again." } })
+          return Promise.resolve(new Response(body, { status: trouble, headers: { "content-type": "application/json" } }))
+        }
+      })
+      return { client: troubled, met }
+    }
+    const outlasting = flaky(["no answer", 503, 429])
+    const waiting = outlasting.client.messages.wait({ alias, timeout: 20 })
+    const injected = await own.testMessages.inject({ aliasId: alias.id, from: "shop@example.com", subject: "After the troubles", text: "code 482913" })
+    expect(await waiting).toMatchObject({ id: injected.id, otpCodes: ["482913"] })
+    expect(outlasting.met).toEqual(["no answer", "503", "429"])
+
+    // Not transient: the wait ends with it at once.
+    const refused = flaky([404])
+    expect(await problemOf(refused.client.messages.wait({ alias, timeout: 20 }))).toMatchObject({ status: 404 })
+    // Transient until the deadline: the wait ends with the problem itself, not a bare timeout.
+    const down = flaky(Array.from({ length: 50 }, () => "no answer" as const))
+    expect(await problemOf(down.client.messages.wait({ alias, timeout: 2 }))).toMatchObject({ status: 0, code: "network_error" })
+    // Tried again meanwhile (the schedule itself: wait-retries.test.ts, on TestClock).
+    expect(down.met.length).toBeGreaterThan(1)
+  })
+
   it("sends requests through the fetch it is given", async () => {
     const seen: Array<string> = []
     const session = await h.signup({ plan: "pro" })
