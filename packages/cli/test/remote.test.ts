@@ -184,9 +184,13 @@ describe("configuration, token and usage errors", () => {
     expect(JSON.parse(json.stderr)).toEqual({ error: { code: expect.any(String), message: expect.stringMatching(/token/i) } })
   })
 
-  it("an unreachable API is exit code 3", async () => {
+  it("an unreachable API is exit code 3, at once also for mail wait (it looks the alias up first)", async () => {
     const run = await burnbox(["alias", "new"], { BURNBOX_URL: "http://127.0.0.1:9/api/v1" })
     expect(expectOneLine(run, 3, /cannot reach the API/)).toEqual([])
+    const started = Date.now()
+    const wait = await burnbox(["mail", "wait", "--alias", "a@example.com", "--timeout", "60"], { BURNBOX_URL: "http://127.0.0.1:9/api/v1" })
+    expect(expectOneLine(wait, 3, /cannot reach the API/)).toEqual([])
+    expect(Date.now() - started).toBeLessThan(30_000)
   })
 
   it("usage errors print one line and the usage, and exit 2", async () => {
