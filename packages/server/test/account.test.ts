@@ -113,6 +113,10 @@ describe("OpenAPI and docs", () => {
     expect(spec.body.openapi).toBe("3.1.0")
     expect(Object.keys(spec.body.paths)).toEqual(expect.arrayContaining(["/api/v1/me", "/api/v1/tokens", "/api/v1/tags/{id}", "/api/v1/auth/signup"]))
     expect(JSON.stringify(spec.body.components.schemas)).toContain("Problem")
+    // Patterns are published: the contract's event ids, and path ids (digits, as the router reads them).
+    expect(JSON.stringify(spec.body.components.schemas)).toContain(JSON.stringify("^evt_[0-9A-HJKMNP-TV-Z]{26}$"))
+    const tagId = (spec.body.paths["/api/v1/tags/{id}"].patch.parameters as Array<any>).find((p) => p.name === "id")
+    expect(tagId).toMatchObject({ in: "path", required: true, schema: { type: "string", pattern: "^-?\\d+$" } })
     const docs = await h.request("/docs")
     expect(docs.status).toBe(200)
     expect(docs.text).toContain("openapi")

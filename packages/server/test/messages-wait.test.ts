@@ -154,7 +154,7 @@ describe("GET /messages?wait", () => {
     const spec = await h.request("/api/v1/openapi.json")
     for (const path of ["/api/v1/messages", "/api/v1/messages/{id}"]) {
       const wait = (spec.body.paths[path].get.parameters as Array<any>).find((p) => p.name === "wait")
-      expect(wait).toMatchObject({ in: "query", required: false, schema: { type: "string" } })
+      expect(wait).toMatchObject({ in: "query", required: false, schema: { type: "string", pattern: "^-?\\d+$" } })
       expect(wait.schema.description).toMatch(/1 to 120/)
     }
   })

@@ -88,7 +88,7 @@ export const TestMessageInput = Schema.Struct({
   otp: Schema.optionalKey(Schema.NullOr(Schema.String.check(Schema.isMaxLength(TestMessageLimits.otp)))),
   attachments: Schema.optionalKey(Schema.Array(Schema.Struct({
     filename: Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(TestMessageLimits.filename)),
-    contentType: Schema.optionalKey(Schema.String.check(Schema.isPattern(/^[\w.+-]+\/[\w.+-]+$/, { message: "invalid_content_type" }))),
+    contentType: Schema.optionalKey(Schema.String.check(Schema.isPattern(/^[\w.+-]+\/[\w.+-]+$/u, { message: "invalid_content_type" }))),
     contentBase64: Schema.String
   })).check(Schema.isMaxLength(TestMessageLimits.attachments)))
 }).annotate({ identifier: "TestMessageInput" })

@@ -48,7 +48,7 @@ export const DateTimeInput = Schema.String.check(Schema.makeFilter(isDateTime, {
  * `description` is what the OpenAPI document says of the parameter (it documents the string).
  */
 export const intFromDigits = <To extends Schema.Codec<number, number>>(to: To, description?: string) =>
-  Schema.String.check(Schema.isPattern(/^-?\d+$/, { message: "invalid_type" })).annotate(description === undefined ? {} : { description })
+  Schema.String.check(Schema.isPattern(/^-?\d+$/u, { message: "invalid_type" })).annotate(description === undefined ? {} : { description })
     .pipe(Schema.decodeTo(to, SchemaTransformation.numberFromString))
 
 /** A path parameter `{id}`: digits only, decoded to an integer >= 1. */
@@ -57,7 +57,7 @@ export const IdFromPath = intFromDigits(Id)
 /** An email address as the interface accepts it: one @, no spaces, at most 254 characters. */
 export const Email = Schema.String.check(
   Schema.isMaxLength(254),
-  Schema.isPattern(/^[^\s@]+@[^\s@]+\.[^\s@]+$/, { message: "invalid_email" })
+  Schema.isPattern(/^[^\s@]+@[^\s@]+\.[^\s@]+$/u, { message: "invalid_email" })
 ).annotate({ format: "email" })
 
 /** Formats a database timestamp for the wire. */

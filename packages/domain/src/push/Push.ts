@@ -8,7 +8,7 @@ export const PushSettings = Schema.Struct({
   publicKey: Schema.NullOr(Schema.String),
   subscriptions: Schema.Array(Schema.Struct({
     id: Id,
-    endpointHash: Schema.String.check(Schema.isPattern(/^[0-9a-f]{64}$/)),
+    endpointHash: Schema.String.check(Schema.isPattern(/^[0-9a-f]{64}$/u)),
     createdAt: Schema.String,
     lastSuccessAt: Schema.NullOr(Schema.String)
   }))

@@ -3,9 +3,9 @@ import { Id, NonNegativeInt } from "../platform/Common.ts"
 
 export const TagName = Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(64))
 /** Stored and answered as uppercase hex (spec 2.5). */
-export const TagColor = Schema.String.check(Schema.isPattern(/^#[0-9A-F]{6}$/))
+export const TagColor = Schema.String.check(Schema.isPattern(/^#[0-9A-F]{6}$/u))
 /** Input accepts either case. */
-export const TagColorInput = Schema.String.check(Schema.isPattern(/^#[0-9A-Fa-f]{6}$/, { message: "invalid_color" }))
+export const TagColorInput = Schema.String.check(Schema.isPattern(/^#[0-9A-Fa-f]{6}$/u, { message: "invalid_color" }))
 
 const tagFields = { id: Id, name: TagName, color: Schema.NullOr(TagColor) }
 

@@ -89,7 +89,7 @@ export type UpdateWebhook = typeof UpdateWebhook.Type
 // ---------------------------------------------------------------------------------------------
 // Deliveries
 
-export const EventIdString = Schema.String.check(Schema.isPattern(/^evt_[0-9A-HJKMNP-TV-Z]{26}$/))
+export const EventIdString = Schema.String.check(Schema.isPattern(/^evt_[0-9A-HJKMNP-TV-Z]{26}$/u))
 
 /** The logged event types; `message.restored` is the additive value of decisions.md. */
 export const DeliveryEventType = Schema.Literals([

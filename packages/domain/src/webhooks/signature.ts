@@ -304,7 +304,7 @@ export const WebhookPublicKey = Schema.Struct({
   kid: Schema.String,
   alg: Schema.Literal("Ed25519"),
   /** Standard base64 of the raw 32-byte public key. */
-  publicKey: Schema.String.check(Schema.isPattern(/^[A-Za-z0-9+/]{43}=$/)),
+  publicKey: Schema.String.check(Schema.isPattern(/^[A-Za-z0-9+/]{43}=$/u)),
   status: WebhookKeyStatus,
   createdAt: Schema.String
 })
