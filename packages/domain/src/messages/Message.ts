@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { DateTimeInput, DateTimeString, Id, IdFromPath, intFromDigits, NonNegativeInt } from "../platform/Common.ts"
+import { DateTimeInput, DateTimeString, Id, IdFromPath, intFromDigits, NonNegativeInt, PageLimit } from "../platform/Common.ts"
 import { parseMailbox } from "../mail/Mailbox.ts"
 import { Tag } from "../tags/Tag.ts"
 
@@ -144,7 +144,7 @@ export const ListMessagesQuery = {
   dateFrom: Schema.optionalKey(DateTimeInput),
   dateTo: Schema.optionalKey(DateTimeInput),
   cursor: Schema.optionalKey(Schema.String.check(Schema.isMaxLength(1024))),
-  limit: Schema.optionalKey(intFromDigits(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 100 })))),
+  limit: Schema.optionalKey(PageLimit),
   sort: Schema.optionalKey(Schema.Literals(["newest", "oldest"])),
   wait: Schema.optionalKey(waitSeconds(
     "Wait for mail: whole seconds, 1 to 120. While no message of the page is processed or failed, hold the request until one is, or the time runs out; then answer the page as it is (an empty page when none came). With sort=oldest, nextCursor is set even on the last page, so following it waits for the next message."

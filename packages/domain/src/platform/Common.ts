@@ -51,6 +51,9 @@ export const intFromDigits = <To extends Schema.Codec<number, number>>(to: To, d
   Schema.String.check(Schema.isPattern(/^-?\d+$/u, { message: "invalid_type" })).annotate(description === undefined ? {} : { description })
     .pipe(Schema.decodeTo(to, SchemaTransformation.numberFromString))
 
+/** A page size as a query parameter writes it: 1 to 100, 50 when absent (spec 4.5, 4.9). */
+export const PageLimit = intFromDigits(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 100 })), "Page size: a whole number from 1 to 100 (default 50).")
+
 /** A path parameter `{id}`: digits only, decoded to an integer >= 1. */
 export const IdFromPath = intFromDigits(Id)
 

@@ -5,7 +5,7 @@
  * camelCase, exactly as the spec writes them.
  */
 import { Schema } from "effect"
-import { DateTimeString, Id, intFromDigits, NonNegativeInt } from "../platform/Common.ts"
+import { DateTimeString, Id, NonNegativeInt, PageLimit } from "../platform/Common.ts"
 import { ApiVersion, type EventType } from "./Events.ts"
 
 export { payloadTextBody, TextBodyMaxChars } from "./textBody.ts"
@@ -157,9 +157,7 @@ export type WebhookDeliveryReceipt = typeof WebhookDeliveryReceipt.Type
 export const WebhookDeliveryQueued = Schema.Struct({ delivery: WebhookDeliveryReceipt }).annotate({ identifier: "WebhookDeliveryQueued" })
 
 export const DeliveriesQuery = {
-  limit: Schema.optionalKey(
-    intFromDigits(Schema.Int.check(Schema.isGreaterThanOrEqualTo(1), Schema.isLessThanOrEqualTo(100)))
-  )
+  limit: Schema.optionalKey(PageLimit)
 }
 
 // ---------------------------------------------------------------------------------------------
