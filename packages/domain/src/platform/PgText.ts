@@ -6,7 +6,8 @@
 export const pgText = (value: string): string => value.replace(/\u0000/g, "").toWellFormed()
 
 /**
- * A value as the text of a `json`/`jsonb` parameter, its strings read as a text parameter's
+ * A value as the text of a `json`/`jsonb` parameter (every one the store sends goes through
+ * this), its strings read as a text parameter's
  * would be: each lone surrogate becomes U+FFFD, as the driver's UTF-8 encoding makes it of a
  * text parameter, instead of the `\ud800` escape `JSON.stringify` writes and PostgreSQL refuses
  * as invalid JSON. A NUL is kept: PostgreSQL refuses it in JSON as in text, and the request that

@@ -14,6 +14,7 @@ import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient, SqlSchema, type Statement } from "effect/sql"
 import { IdRow } from "../platform/Rows.ts"
 import { now } from "../platform/Time.ts"
+import { pgJson } from "../platform/PgText.ts"
 
 export interface AccountRow {
   readonly id: number
@@ -169,7 +170,7 @@ export class Accounts extends Context.Service<Accounts, {
       authenticate,
       setPlan: (id, plan) => sql`UPDATE accounts SET plan = ${plan} WHERE id = ${id}`.pipe(Effect.orDie, Effect.andThen(mustGet(id))),
       setOverrides: (id, overrides) =>
-        sql`UPDATE accounts SET overrides = ${JSON.stringify(overrides)}::jsonb WHERE id = ${id}`.pipe(Effect.orDie, Effect.andThen(mustGet(id))),
+        sql`UPDATE accounts SET overrides = ${pgJson(overrides)}::jsonb WHERE id = ${id}`.pipe(Effect.orDie, Effect.andThen(mustGet(id))),
       setDensity: (id, density) => sql`UPDATE accounts SET mailbox_density = ${density} WHERE id = ${id}`.pipe(Effect.orDie, Effect.asVoid)
     })
   }))

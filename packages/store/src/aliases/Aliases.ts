@@ -36,6 +36,7 @@ import { CountRow, decodeRows, IdRow } from "../platform/Rows.ts"
 import { appendEvent } from "../webhooks/Outbox.ts"
 import { RateLimiter } from "../platform/RateLimiter.ts"
 import { now } from "../platform/Time.ts"
+import { pgJson } from "../platform/PgText.ts"
 
 /** Where candidate randomness comes from; tests replace it with a seeded source. */
 export class CandidateRandom extends Context.Service<CandidateRandom, RandomSource>()("burnbox/CandidateRandom") {
@@ -268,7 +269,7 @@ export class Aliases extends Context.Service<Aliases, {
       execute: ({ accountId, domainId, localParts, reservationId, style }) => sql`
             INSERT INTO aliases (account_id, domain_id, local_part, local_key, style, status, reservation_id)
             SELECT ${accountId}, ${domainId}, l, l, ${style}, 'reserved', ${reservationId}
-            FROM jsonb_array_elements_text(${JSON.stringify(localParts)}::jsonb) AS l
+            FROM jsonb_array_elements_text(${pgJson(localParts)}::jsonb) AS l
             ON CONFLICT (domain_id, local_key) DO NOTHING
             RETURNING id, local_part`
     })

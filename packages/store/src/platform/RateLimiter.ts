@@ -1,6 +1,7 @@
 import { Context, Effect, FiberMap, Layer, Schema, Semaphore } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
 import { now } from "./Time.ts"
+import { pgJson } from "./PgText.ts"
 
 export interface Window {
   readonly limit: number
@@ -112,7 +113,7 @@ export class RateLimiter extends Context.Service<RateLimiter, {
       execute: (windows) =>
         sql`
           SELECT key, count FROM rate_windows
-          WHERE (key, window_start) IN (SELECT k, s FROM jsonb_to_recordset(${JSON.stringify(windows)}::jsonb) AS x(k text, s timestamptz))`
+          WHERE (key, window_start) IN (SELECT k, s FROM jsonb_to_recordset(${pgJson(windows)}::jsonb) AS x(k text, s timestamptz))`
     })
 
     const take = (key: string, start: number, amount: number) =>

@@ -14,6 +14,7 @@ import { SqlClient, SqlSchema } from "effect/sql"
 import { fingerprint, Keyring, randomSecret } from "../platform/Keyring.ts"
 import { IsoFromDate } from "../platform/Rows.ts"
 import { now } from "../platform/Time.ts"
+import { pgJson } from "../platform/PgText.ts"
 
 export interface TokenGrant {
   readonly id: number
@@ -130,7 +131,7 @@ export class Tokens extends Context.Service<Tokens, {
       execute: (token) =>
         sql`
           INSERT INTO api_tokens (account_id, name, scopes, prefix, digest, created_at, expires_at)
-          VALUES (${token.accountId}, ${token.name}, ARRAY(SELECT jsonb_array_elements_text(${JSON.stringify(token.scopes)}::jsonb)), ${token.prefix}, ${token.digest}, ${token.createdAt}, ${token.expiresAt})
+          VALUES (${token.accountId}, ${token.name}, ARRAY(SELECT jsonb_array_elements_text(${pgJson(token.scopes)}::jsonb)), ${token.prefix}, ${token.digest}, ${token.createdAt}, ${token.expiresAt})
           RETURNING id, name, scopes, prefix, status, created_at, last_used_at, expires_at`
     })
     const ofAccount = SqlSchema.findAll({

@@ -37,6 +37,7 @@ import { OutboxChannel } from "./Outbox.ts"
 import { decodeRows } from "../platform/Rows.ts"
 import { now } from "../platform/Time.ts"
 import type { EndpointSecrets } from "./Signer.ts"
+import { pgJson } from "../platform/PgText.ts"
 
 // ---------------------------------------------------------------------------------------------
 // What the engine works with
@@ -334,7 +335,7 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
             last_http_status = u.http_status, last_error = u.error, latency_ms = u.latency_ms, response_snippet = u.snippet,
             next_attempt_at = u.next_attempt_at, last_attempt_at = ${at},
             delivered_at = CASE WHEN u.status = 'succeeded' THEN ${at}::timestamptz END, claimed_at = NULL
-          FROM json_to_recordset(${JSON.stringify(rows.map((r) => ({
+          FROM json_to_recordset(${pgJson(rows.map((r) => ({
           id: String(r.job.id),
           status: r.status,
           attempt: r.attempt,
@@ -356,7 +357,7 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
         yield* sql`
           INSERT INTO webhook_attempts (delivery_id, attempt, status, http_status, error_code, latency_ms, response_snippet, attempted_at)
           SELECT u.id, u.attempt, u.status, u.http_status, u.error, u.latency_ms, u.snippet, ${at}
-          FROM json_to_recordset(${JSON.stringify(recorded.map((r) => ({
+          FROM json_to_recordset(${pgJson(recorded.map((r) => ({
           id: String(r.job.id),
           attempt: r.attempt,
           status: r.outcome.ok ? "succeeded" : "failed",
@@ -387,7 +388,7 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
             failure_since = CASE WHEN u.failures_after = 0 THEN NULL WHEN u.succeeded THEN ${at}::timestamptz
                                  ELSE COALESCE(w.failure_since, ${at}::timestamptz) END,
             last_failure_at = CASE WHEN u.failed THEN ${at}::timestamptz ELSE w.last_failure_at END
-          FROM json_to_recordset(${JSON.stringify(endpoints.map(([id, e]) => ({ id, succeeded: e.succeeded, failures_after: e.trailing, failed: e.failed })))}::json)
+          FROM json_to_recordset(${pgJson(endpoints.map(([id, e]) => ({ id, succeeded: e.succeeded, failures_after: e.trailing, failed: e.failed })))}::json)
             AS u(id int, succeeded boolean, failures_after int, failed boolean)
           WHERE w.id = u.id
           RETURNING w.id, w.account_id, w.name, w.status, w.failure_since`.pipe(Effect.flatMap(decodeRows(CountedEndpointRow)))
@@ -400,7 +401,7 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
           yield* sql`
             INSERT INTO account_notices (account_id, kind, data, created_at)
             VALUES (${webhook.accountId}, 'webhook.disabled',
-                    ${JSON.stringify({ webhookId: webhook.id, name: webhook.name, failureSince: webhook.failureSince.toISOString() })}::jsonb,
+                    ${pgJson({ webhookId: webhook.id, name: webhook.name, failureSince: webhook.failureSince.toISOString() })}::jsonb,
                     ${at})`
           yield* Effect.logWarning(`webhook ${webhook.id} disabled after three days of failures`)
         }

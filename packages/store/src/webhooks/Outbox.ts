@@ -1,6 +1,7 @@
 import { type EventAlias, eventId, type EventType } from "@burnbox/domain"
 import { Effect } from "effect"
 import type { SqlClient, Statement } from "effect/sql"
+import { pgJson } from "../platform/PgText.ts"
 
 /** Notified (at commit) whenever an event is appended, so delivery starts at once. */
 export const OutboxChannel = "burnbox_events"
@@ -38,7 +39,7 @@ export const insertEventRecords = (
   sql`
     INSERT INTO events (id, account_id, alias_id, type, time, data)
     SELECT e.id, e.account_id, e.alias_id, e.type, e.time, e.data
-    FROM json_to_recordset(${JSON.stringify(records)}::json)
+    FROM json_to_recordset(${pgJson(records)}::json)
       AS e(id text, account_id int, alias_id int, type text, time timestamptz, data jsonb, message_id int)
     WHERE ${where}`
 

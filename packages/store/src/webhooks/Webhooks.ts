@@ -440,7 +440,7 @@ export class Webhooks extends Context.Service<Webhooks, {
         const event = { id: eventId(at.getTime()), type: "webhook.test" as const, time: at, data: { endpoint_id: id, message: WebhookTestMessage } }
         yield* sql`
           INSERT INTO events (id, account_id, alias_id, type, time, data, dispatched_at)
-          VALUES (${event.id}, ${accountId}, NULL, ${event.type}, ${at}, ${JSON.stringify(event.data)}::jsonb, ${at})`.pipe(Effect.orDie)
+          VALUES (${event.id}, ${accountId}, NULL, ${event.type}, ${at}, ${pgJson(event.data)}::jsonb, ${at})`.pipe(Effect.orDie)
         return yield* insertDelivery({
           webhookId: id,
           accountId,
