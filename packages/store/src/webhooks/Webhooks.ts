@@ -244,18 +244,18 @@ export class Webhooks extends Context.Service<Webhooks, {
       execute: (accountId) => sql`
           SELECT count(*)::int AS n FROM webhooks WHERE account_id = ${accountId} AND deleted_at IS NULL`
     })
+    /** What an endpoint's owner sets, as created and as changed. */
+    const settingFields = {
+      name: Schema.String,
+      url: Schema.String,
+      subscription: WebhookSubscription,
+      spkiPin: Schema.NullOr(Schema.String),
+      includeTextBody: Schema.Boolean,
+      includeMessageRestored: Schema.Boolean,
+      at: Schema.Date
+    }
     const insert = SqlSchema.findOne({
-      Request: Schema.Struct({
-        accountId: Schema.Int,
-        name: Schema.String,
-        url: Schema.String,
-        subscription: WebhookSubscription,
-        spkiPin: Schema.NullOr(Schema.String),
-        includeTextBody: Schema.Boolean,
-        includeMessageRestored: Schema.Boolean,
-        secretEncrypted: Schema.String,
-        at: Schema.Date
-      }),
+      Request: Schema.Struct({ ...settingFields, accountId: Schema.Int, secretEncrypted: Schema.String }),
       Result: WebhookRow,
       execute: (endpoint) => sql`
           INSERT INTO webhooks (account_id, name, url, subscription, spki_pin, include_text_body, include_message_restored,
@@ -300,17 +300,11 @@ export class Webhooks extends Context.Service<Webhooks, {
 
     const write = SqlSchema.findOne({
       Request: Schema.Struct({
+        ...settingFields,
         id: Schema.Int,
-        name: Schema.String,
-        url: Schema.String,
-        subscription: WebhookSubscription,
-        spkiPin: Schema.NullOr(Schema.String),
-        includeTextBody: Schema.Boolean,
-        includeMessageRestored: Schema.Boolean,
         status: WebhookStatus,
         disabledAt: Schema.NullOr(Schema.Date),
-        failureSince: Schema.NullOr(Schema.Date),
-        at: Schema.Date
+        failureSince: Schema.NullOr(Schema.Date)
       }),
       Result: WebhookRow,
       execute: (endpoint) => sql`
