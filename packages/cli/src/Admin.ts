@@ -1,6 +1,6 @@
 /** `burnbox admin ...`: operator commands, each printing one JSON document on stdout. */
-import { parseOverrides, type PlanCode, Scopes, type Scope, toPlanLimits } from "@burnbox/domain"
-import { Accounts, Aliases, Domains, ServiceKeys, Tokens, toMailDomain } from "@burnbox/store"
+import { isValidPassword, parseOverrides, PasswordLength, type PlanCode, Scopes, type Scope, toPlanLimits } from "@burnbox/domain"
+import { Accounts, Domains, ServiceKeys, Tokens, toMailDomain } from "@burnbox/store"
 import { Effect, Redacted } from "effect"
 import { type Args, CliError, flag, required } from "./Args.ts"
 
@@ -29,7 +29,7 @@ export const admin = (args: Args) =>
         const accounts = yield* Accounts
         const email = required(args, "email")
         const password = required(args, "password")
-        if (password.length < 8 || password.length > 256) throw new CliError("invalid_password", "--password takes 8 to 256 characters")
+        if (!isValidPassword(password)) throw new CliError("invalid_password", `--password takes ${PasswordLength.min} to ${PasswordLength.max} characters`)
         const account = yield* accounts.create({ email, password, plan: plan(args) ?? "free", isAdmin: args.flags.has("admin") }).pipe(
           Effect.catchTag("EmailTaken", () => Effect.die(new CliError("email_taken", `an account with email ${email} exists already`)))
         )
@@ -40,8 +40,8 @@ export const admin = (args: Args) =>
         const account = yield* findAccount(required(args, "email"))
         const next = plan(args)
         if (next === undefined) throw new CliError("missing_flag", "--plan is required")
-        const updated = yield* accounts.setPlan(account.id, next)
-        yield* applyPlanChange(updated.id, updated.entitlements.developerAccess)
+        // The one plan-change use case: every feature's downgrade or upgrade effect runs with it.
+        const updated = yield* accounts.changePlan(account.id, next)
         return { id: updated.id, email: updated.email, plan: updated.plan }
       }
       case "account override": {
@@ -56,8 +56,7 @@ export const admin = (args: Args) =>
           overrides = { ...overrides, ...parsed.overrides }
         }
         if (set === undefined && !args.flags.has("clear")) throw new CliError("missing_flag", "--set key=value[,...] or --clear is required")
-        const updated = yield* accounts.setOverrides(account.id, overrides)
-        yield* applyPlanChange(updated.id, updated.entitlements.developerAccess)
+        const updated = yield* accounts.changeOverrides(account.id, overrides)
         return {
           id: updated.id,
           email: updated.email,
@@ -77,7 +76,7 @@ export const admin = (args: Args) =>
         const name = flag(args, "name") ?? "admin token"
         if (name.length < 1 || name.length > 80) throw new CliError("invalid_name", "--name takes 1 to 80 characters")
         // Operators may issue tokens on any plan; the ten-active rule still holds.
-        const created = yield* tokens.create({ accountId: account.id, name, scopes: scopes as Array<Scope>, expiresAt: null, limit: 10 }).pipe(
+        const created = yield* tokens.issue(account.id, { name, scopes: scopes as Array<Scope> }).pipe(
           Effect.catchTag("TokenLimitReached", (e) => Effect.die(new CliError("token_limit_reached", `at most ${e.limit} tokens may be active`)))
         )
         return { id: created.token.id, secret: Redacted.value(created.secret) }
@@ -108,15 +107,3 @@ export const admin = (args: Args) =>
         throw new CliError("unknown_command", `unknown admin command "${key}"; see burnbox help`)
     }
   })
-
-/**
- * A plan change's effects (README, "Plans and plan changes"): bearer tokens follow developer
- * access; aliases beyond the active cap are paused (newest first) or resumed; self-destruct
- * timers are suspended without the entitlement.
- */
-const applyPlanChange = Effect.fnUntraced(function*(accountId: number, developerAccess: boolean) {
-  const tokens = yield* Tokens
-  const aliases = yield* Aliases
-  yield* tokens.setSuspended(accountId, !developerAccess)
-  yield* aliases.reconcilePlan(accountId)
-})

@@ -10,6 +10,7 @@ import type { MessageError } from "./messages/errors.ts"
 import type { PlanError } from "./plans/errors.ts"
 import type { SearchQueryError } from "./search/query.ts"
 import type { TagError } from "./tags/errors.ts"
+import type { TestMailError } from "./testmail/errors.ts"
 import type { TokenError } from "./tokens/errors.ts"
 import type { WebhookError } from "./webhooks/errors.ts"
 
@@ -19,6 +20,7 @@ export * from "./domains/errors.ts"
 export * from "./messages/errors.ts"
 export * from "./plans/errors.ts"
 export * from "./tags/errors.ts"
+export * from "./testmail/errors.ts"
 export * from "./tokens/errors.ts"
 export * from "./webhooks/errors.ts"
 export { InvalidSearchDate, type SearchQueryError, SearchQueryTooLong, SearchQueryTooManyTerms } from "./search/query.ts"
@@ -31,5 +33,6 @@ export type DomainError =
   | PlanError
   | SearchQueryError
   | TagError
+  | TestMailError
   | TokenError
   | WebhookError

@@ -10,6 +10,7 @@
  * every domain error. Subpaths (`@burnbox/domain/mail/index`...) export what is not re-exported here.
  */
 export * from "./auth/Access.ts"
+export * from "./auth/SignIn.ts"
 export * from "./accounts/Account.ts"
 export * from "./aliases/Alias.ts"
 export * from "./Api.ts"

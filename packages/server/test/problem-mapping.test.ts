@@ -9,9 +9,12 @@ import {
   AliasLifetimeCapReached,
   AliasNotFound,
   AliasPaused,
+  AttachmentNotFound,
+  AttachmentPreviewUnavailable,
   BulkTagActionWithoutTag,
   CandidateNotReserved,
   DailyClaimLimitReached,
+  DangerousAttachmentUnconfirmed,
   DeliveryInProgress,
   DeliveryNotFound,
   DeliveryPayloadExpired,
@@ -21,8 +24,10 @@ import {
   EmailTaken,
   FeatureNotInPlan,
   HourlyShuffleLimitReached,
+  InvalidCredentials,
   InvalidCursor,
   InvalidSearchDate,
+  InvalidTestMessage,
   MessageNotFound,
   NotFound,
   PinLimitReached,
@@ -32,10 +37,16 @@ import {
   SearchQueryTooLong,
   SearchQueryTooManyTerms,
   SelfDestructNotInFuture,
+  SignInThrottled,
+  StateFieldsNeedSession,
   TagNameTaken,
   TagNotFound,
   TagNotOwned,
+  TestMessagesPerDayReached,
+  TokenExpiryNotInFuture,
   TokenLimitReached,
+  TokenNotFound,
+  TransitionsConflict,
   WebhookInactive,
   WebhookLimitReached,
   WebhookNotFound,
@@ -58,6 +69,11 @@ const answer = (status: number, code: string, message: string, fields?: Record<s
 
 const cases: { readonly [Tag in DomainError["_tag"]]: readonly [Extract<DomainError, { readonly _tag: Tag }>, Answer] } = {
   EmailTaken: [new EmailTaken(), answer(409, "email_taken", "An account with this email exists already.")],
+  InvalidCredentials: [new InvalidCredentials(), answer(401, "invalid_credentials", "The email or password is wrong.")],
+  SignInThrottled: [
+    new SignInThrottled({ retryAfter: 900 }),
+    answer(429, "too_many_login_attempts", "Too many failed sign-ins; retry in 900 s.")
+  ],
 
   AliasNotFound: [new AliasNotFound({ aliasId: 7 }), answer(404, "not_found", "Alias was not found.")],
   AliasPaused: [new AliasPaused({ aliasId: 7 }), answer(409, "alias_paused", "The alias is paused; resume it to receive mail.")],
@@ -88,6 +104,11 @@ const cases: { readonly [Tag in DomainError["_tag"]]: readonly [Extract<DomainEr
     answer(422, "validation_failed", "The request is not valid; see fields.", { selfDestructAt: "must_be_future" })
   ],
 
+  TransitionsConflict: [
+    new TransitionsConflict(),
+    answer(422, "validation_failed", "action and status ask for different transitions.", { status: "conflicts_with_action" })
+  ],
+
   DomainNotFound: [new DomainNotFound({ domainId: 9 }), answer(404, "not_found", "Domain was not found.")],
   DomainRetired: [new DomainRetired({ domainId: 9 }), answer(409, "domain_retired", "This domain accepts no new aliases.")],
 
@@ -103,6 +124,16 @@ const cases: { readonly [Tag in DomainError["_tag"]]: readonly [Extract<DomainEr
     new BulkTagActionWithoutTag({ action: "remove_tag" }),
     answer(422, "validation_failed", "remove_tag needs a tagId.", { tagId: "required" })
   ],
+  StateFieldsNeedSession: [
+    new StateFieldsNeedSession({ fields: ["starred", "tagIds"] }),
+    answer(403, "session_required_for_field", "A bearer token may change only isRead; starred, tagIds need a browser session.")
+  ],
+  AttachmentNotFound: [new AttachmentNotFound({ messageId: 11, attachmentId: 2 }), answer(404, "not_found", "Attachment was not found.")],
+  DangerousAttachmentUnconfirmed: [
+    new DangerousAttachmentUnconfirmed({ attachmentId: 2 }),
+    answer(409, "dangerous_attachment", "This attachment could run code when opened; repeat the request with confirm=1 to download it.")
+  ],
+  AttachmentPreviewUnavailable: [new AttachmentPreviewUnavailable({ attachmentId: 2 }), answer(404, "not_found", "Attachment preview was not found.")],
   InvalidCursor: [
     new InvalidCursor(),
     answer(422, "validation_failed", "The cursor is not one this list gave out, or it belongs to other filters.", { cursor: "invalid_cursor" })
@@ -127,7 +158,21 @@ const cases: { readonly [Tag in DomainError["_tag"]]: readonly [Extract<DomainEr
     answer(422, "validation_failed", "Every tag must be one of your own tags.", { tagIds: "unknown_tag" })
   ],
 
+  InvalidTestMessage: [
+    new InvalidTestMessage({ fields: { text: "text_or_html_required" } }),
+    answer(422, "validation_failed", "The request is not valid; see fields.", { text: "text_or_html_required" })
+  ],
+  TestMessagesPerDayReached: [
+    new TestMessagesPerDayReached({ limit: 500, retryAfter: 60 }),
+    answer(429, "test_messages_per_day_reached", "At most 500 test messages a day; retry in 60 s.")
+  ],
+
   TokenLimitReached: [new TokenLimitReached({ limit: 10 }), answer(409, "token_limit_reached", "At most 10 tokens may be active; revoke one first.")],
+  TokenNotFound: [new TokenNotFound({ tokenId: 4 }), answer(404, "not_found", "Token was not found.")],
+  TokenExpiryNotInFuture: [
+    new TokenExpiryNotInFuture({ expiresAt: "2020-01-01T00:00:00Z" }),
+    answer(422, "validation_failed", "The request is not valid; see fields.", { expiresAt: "must_be_future" })
+  ],
 
   WebhookNotFound: [new WebhookNotFound({ webhookId: 5 }), answer(404, "not_found", "Webhook was not found.")],
   WebhookUrlRefused: [
@@ -176,12 +221,21 @@ describe("the Problem of each domain error", () => {
     )
     expect((await wire(problemOf(new FeatureNotInPlan({ feature: "selfDestructTimers" })))).body.message)
       .toBe("Your plan does not include self-destruct timers.")
+    // The refusals the token and test-mail handlers raised themselves before plans had one owner.
+    expect(await wire(problemOf(new FeatureNotInPlan({ feature: "developerAccess" })))).toEqual(
+      answer(403, "plan_required", "Your plan does not include API tokens (developer access).")
+    )
+    expect(await wire(problemOf(new FeatureNotInPlan({ feature: "testMail" })))).toEqual(
+      answer(403, "plan_required", "Your plan does not include test-mail injection (Pro).")
+    )
     expect((await wire(problemOf(new TagNotOwned({ tagIds: [3], input: "tagId" })))).body.fields).toEqual({ tagId: "unknown_tag" })
   })
 
   it("a 429 keeps its wait for the Retry-After header", () => {
     expect(problemOf(new DailyClaimLimitReached({ limit: 5, retryAfter: 3600 })).retryAfter).toBe(3600)
     expect(problemOf(new HourlyShuffleLimitReached({ limit: 10, retryAfter: 120 })).retryAfter).toBe(120)
+    expect(problemOf(new SignInThrottled({ retryAfter: 900 })).retryAfter).toBe(900)
+    expect(problemOf(new TestMessagesPerDayReached({ limit: 500, retryAfter: 60 })).retryAfter).toBe(60)
   })
 
   it("withProblems passes a Problem a handler raised itself through unchanged", async () => {

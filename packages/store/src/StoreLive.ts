@@ -11,6 +11,7 @@ import { AccountSnapshots } from "./accounts/AccountSnapshots.ts"
 import { Accounts } from "./accounts/Accounts.ts"
 import { Aliases, CandidateRandom } from "./aliases/Aliases.ts"
 import { Sessions } from "./auth/Sessions.ts"
+import { SignIns } from "./auth/SignIns.ts"
 import { Domains } from "./domains/Domains.ts"
 import { BlobStore } from "./platform/BlobStore.ts"
 import { MailboxAccess } from "./sharing/MailboxAccess.ts"
@@ -20,6 +21,7 @@ import { MessageActions } from "./messages/MessageActions.ts"
 import { Messages } from "./messages/Messages.ts"
 import { MessageWaits } from "./messages/MessageWaits.ts"
 import { Notices } from "./notices/Notices.ts"
+import { Entitlements } from "./plans/Entitlements.ts"
 import { MailQueue } from "./pipeline/MailQueue.ts"
 import type { BurnboxConfig } from "./platform/Config.ts"
 import { DatabaseUrl, MigratedDatabase, SqlLive } from "./platform/Database.ts"
@@ -30,6 +32,7 @@ import { RateLimiter } from "./platform/RateLimiter.ts"
 import type { StartupFailure } from "./platform/Startup.ts"
 import { Realtime } from "./realtime/Realtime.ts"
 import { Tags } from "./tags/Tags.ts"
+import { TestMail } from "./testmail/TestMail.ts"
 import { Tokens } from "./tokens/Tokens.ts"
 import { WebhookDeliveries } from "./webhooks/Deliveries.ts"
 import { ServiceKeys } from "./webhooks/ServiceKeys.ts"
@@ -84,8 +87,13 @@ const RealtimeOnFirstUse = Layer.effect(Realtime, Effect.gen(function*() {
   })
 }))
 
-/** What several services of the store read: keys, limits, accounts, and who owns mail bytes, words and mailboxes. */
-const Shared = Layer.mergeAll(Keyring.layer, RateLimiter.layer, Accounts.layer, ServiceKeys.layer, BlobStore.layer, SearchIndex.layer, MailboxAccess.layer)
+/**
+ * What several services of the store read: keys, limits, plans (Entitlements, with the registry of
+ * plan-change effects every feature adds to), accounts, and who owns mail bytes, words and mailboxes.
+ */
+const Shared = Layer.mergeAll(Accounts.layer, ServiceKeys.layer, BlobStore.layer, SearchIndex.layer, MailboxAccess.layer).pipe(
+  Layer.provideMerge(Layer.mergeAll(Keyring.layer, RateLimiter.layer, Entitlements.layer))
+)
 
 /** The store with its candidate generator given: tests pass a seeded one. */
 export const storeLayer = (options: { readonly random: Layer.Layer<CandidateRandom> }) =>
@@ -93,12 +101,15 @@ export const storeLayer = (options: { readonly random: Layer.Layer<CandidateRand
     // accounts, auth, tokens, tags, domains, aliases
     AccountSnapshots.layer,
     Sessions.layer,
+    SignIns.layer.pipe(Layer.provide(Sessions.layer)),
     Tokens.layer,
     Tags.layer,
     Domains.layer,
     Aliases.layer,
     // messages, notices
     Mailstore.layerNoDeps,
+    // test mail: through Aliases and Mailstore, the instances above
+    TestMail.layer.pipe(Layer.provide([Aliases.layer, Mailstore.layerNoDeps])),
     Messages.layerNoDeps,
     MessageActions.layerNoDeps,
     // Messages.layerNoDeps and RealtimeOnFirstUse are the instances above (layers are built once).

@@ -2,8 +2,9 @@
  * @burnbox/store: PostgreSQL through @effect/sql-pg, the only place SQL lives.
  *
  * One folder per feature, each holding its repositories and services: accounts, auth, tokens,
- * tags, domains, aliases, messages, notices, webhooks, pipeline (the mail queue's claims and
- * batched store), search (the index's statement fragments), realtime. `platform/` holds what
+ * tags, domains, aliases, messages, testmail, notices, webhooks, plans (Entitlements: the one
+ * reader of an account's plan and the registry of plan-change effects), pipeline (the mail
+ * queue's claims and batched store), search (the index's statement fragments), realtime, sharing. `platform/` holds what
  * cuts across them: config, the database (embedded PostgreSQL, migrations, startup checks), the
  * keyring, rate limits, outbound HTTP, the job queue, time and SQL helpers.
  *
@@ -21,6 +22,7 @@ export * from "./platform/Keyring.ts"
 export * from "./platform/Migrations.ts"
 export * from "./platform/RateLimiter.ts"
 export * from "./auth/Sessions.ts"
+export * from "./auth/SignIns.ts"
 export * from "./tags/Tags.ts"
 export * from "./platform/Time.ts"
 export * from "./tokens/Tokens.ts"
@@ -45,4 +47,6 @@ export * from "./search/SearchIndex.ts"
 export * from "./platform/BlobStore.ts"
 export * from "./sharing/MailboxAccess.ts"
 export * from "./platform/JobQueue.ts"
+export * from "./plans/Entitlements.ts"
+export * from "./testmail/TestMail.ts"
 export * from "./StoreLive.ts"

@@ -4,14 +4,14 @@
  * and when a process's snapshot of it gives way to the database.
  */
 import { DefaultPlans } from "@burnbox/domain"
-import { AccountSnapshots, Accounts, SnapshotMaxAgeMs } from "@burnbox/store"
+import { AccountSnapshots, Accounts, SnapshotMaxAgeMs, Entitlements } from "@burnbox/store"
 import { eventually, TestDatabase } from "@burnbox/testkit"
 import { assert, layer } from "@effect/vitest"
 import { Clock, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { TestClock } from "effect/testing"
 
-const Store = AccountSnapshots.layer.pipe(Layer.provideMerge(Accounts.layer), Layer.provideMerge(TestDatabase))
+const Store = AccountSnapshots.layer.pipe(Layer.provideMerge(Accounts.layer), Layer.provideMerge(Entitlements.layer), Layer.provideMerge(TestDatabase))
 
 const Password = "correct horse battery"
 let created = 0
@@ -81,13 +81,13 @@ layer(Store)("Accounts", (it) => {
     Effect.gen(function*() {
       const accounts = yield* Accounts
       const account = yield* newAccount()
-      const upgraded = yield* accounts.setPlan(account.id, "pro")
+      const upgraded = yield* accounts.changePlan(account.id, "pro")
       assert.strictEqual(upgraded.plan, "pro")
       assert.deepStrictEqual(upgraded.entitlements, DefaultPlans.pro)
-      const overridden = yield* accounts.setOverrides(account.id, { activeAliasCap: 7, bulkExport: false, requestsPerMinute: 30 })
+      const overridden = yield* accounts.changeOverrides(account.id, { activeAliasCap: 7, bulkExport: false, requestsPerMinute: 30 })
       assert.deepStrictEqual(overridden.overrides, { activeAliasCap: 7, bulkExport: false, requestsPerMinute: 30 })
       assert.deepStrictEqual(overridden.entitlements, { ...DefaultPlans.pro, activeAliasCap: 7, bulkExport: false, requestsPerMinute: 30 })
-      assert.deepStrictEqual((yield* accounts.setOverrides(account.id, {})).entitlements, DefaultPlans.pro)
+      assert.deepStrictEqual((yield* accounts.changeOverrides(account.id, {})).entitlements, DefaultPlans.pro)
     }))
 
   it.effect("stored overrides of an unknown key or of the wrong kind are ignored", () =>

@@ -4,7 +4,7 @@
  * plan change does to aliases beyond the new cap.
  */
 import { ExpiringNoticeMs, ReservationLifetimeMs } from "@burnbox/domain"
-import { Accounts, Aliases, CandidateRandom, Domains, Keyring, RateLimiter } from "@burnbox/store"
+import { Accounts, Aliases, CandidateRandom, Domains, Keyring, RateLimiter, Entitlements } from "@burnbox/store"
 import { TestDatabase } from "@burnbox/testkit"
 import { assert, layer } from "@effect/vitest"
 import { Clock, Effect, Layer } from "effect"
@@ -15,7 +15,7 @@ const Store = Layer.mergeAll(
   Aliases.layer.pipe(Layer.provide([RateLimiter.layer, CandidateRandom.layer])),
   Accounts.layer,
   Domains.layer
-).pipe(Layer.provideMerge(Keyring.layer), Layer.provideMerge(TestDatabase))
+).pipe(Layer.provideMerge(Keyring.layer), Layer.provideMerge(Entitlements.layer), Layer.provideMerge(TestDatabase))
 
 const Day = 24 * 60 * 60 * 1000
 
@@ -31,6 +31,13 @@ const domainId = (name: string) =>
     const domains = yield* Domains
     return (yield* domains.list).find((d) => d.name === name)!.id
   })
+
+/** The account's plan row alone, without the effects of a plan change: what `reconcilePlan` then finds to do. */
+const setPlanRow = (accountId: number, plan: "free" | "premium" | "pro") =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    yield* sql`UPDATE accounts SET plan = ${plan} WHERE id = ${accountId}`
+  }).pipe(Effect.orDie)
 
 const nowDate = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
 
@@ -216,7 +223,7 @@ layer(Store)("Aliases: pause, resume and burn", (it) => {
       const first = yield* claimed(account.id, { label: "first" })
       yield* aliases.transition(account.id, first.id, "pause")
       for (let i = 0; i < 3; i++) yield* claimed(account.id)
-      const refused = yield* Effect.flip(aliases.change(account.id, first.id, { label: "renamed", to: "resume" }))
+      const refused = yield* Effect.flip(aliases.change(account.id, first.id, { label: "renamed", action: "resume" }))
       assert.deepInclude(refused, { _tag: "ActiveAliasCapReached", limit: 3 })
       const [still] = (yield* aliases.list(account.id, false)).filter((a) => a.id === first.id)
       assert.deepInclude(still, { status: "paused", label: "first" })
@@ -289,7 +296,6 @@ layer(Store)("Aliases: plan changes", (it) => {
   it.effect("a downgrade pauses the most recently claimed aliases beyond the new cap and suspends timers; an upgrade undoes both", () =>
     Effect.gen(function*() {
       const aliases = yield* Aliases
-      const accounts = yield* Accounts
       const account = yield* newAccount("pro")
       const deadline = new Date((yield* Clock.currentTimeMillis) + 30 * Day)
       const ids: Array<number> = []
@@ -299,7 +305,7 @@ layer(Store)("Aliases: plan changes", (it) => {
       }
       yield* aliases.transition(account.id, ids[2]!, "pause")
       yield* TestClock.adjust(1_000)
-      yield* accounts.setPlan(account.id, "free")
+      yield* setPlanRow(account.id, "free")
       assert.deepStrictEqual(yield* aliases.reconcilePlan(account.id), { paused: 1, resumed: 0 })
       const statuses = (yield* aliases.list(account.id, false)).map((a) => [a.id, a.status, a.planPaused, a.selfDestructSuspended])
       assert.deepStrictEqual(statuses, [
@@ -314,7 +320,7 @@ layer(Store)("Aliases: plan changes", (it) => {
       // Suspended timers do not run.
       yield* TestClock.adjust(30 * Day)
       assert.deepStrictEqual(yield* aliases.runTimers, { burned: 0, notified: 0 })
-      yield* accounts.setPlan(account.id, "pro")
+      yield* setPlanRow(account.id, "pro")
       assert.deepStrictEqual(yield* aliases.reconcilePlan(account.id), { paused: 0, resumed: 1 })
       const after = (yield* aliases.list(account.id, false)).map((a) => [a.id, a.status, a.planPaused, a.selfDestructSuspended])
       assert.deepStrictEqual(after, [
@@ -326,5 +332,27 @@ layer(Store)("Aliases: plan changes", (it) => {
       ])
       // The resumed timer's deadline passed meanwhile.
       assert.deepStrictEqual(yield* aliases.runTimers, { burned: 1, notified: 0 })
+    }))
+
+  it.effect("a plan change through the one use case pauses and resumes in the same step, with nothing left for a later reconcile", () =>
+    Effect.gen(function*() {
+      const aliases = yield* Aliases
+      const accounts = yield* Accounts
+      const account = yield* newAccount("pro")
+      const ids: Array<number> = []
+      for (let i = 0; i < 4; i++) {
+        ids.push((yield* claimed(account.id)).id)
+        yield* TestClock.adjust(1_000)
+      }
+      yield* accounts.changePlan(account.id, "free")
+      assert.deepStrictEqual((yield* aliases.list(account.id, false)).map((a) => [a.id, a.status, a.planPaused]), [
+        [ids[0], "active", false],
+        [ids[1], "active", false],
+        [ids[2], "active", false],
+        [ids[3], "paused", true]
+      ])
+      assert.deepStrictEqual(yield* aliases.reconcilePlan(account.id), { paused: 0, resumed: 0 })
+      yield* accounts.changePlan(account.id, "pro")
+      assert.deepStrictEqual((yield* aliases.list(account.id, false)).map((a) => a.status), ["active", "active", "active", "active"])
     }))
 })

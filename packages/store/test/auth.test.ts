@@ -2,13 +2,13 @@
  * Browser sessions against the embedded PostgreSQL, called directly: a session is found by its
  * secret (stored only as a digest) until it expires or is removed.
  */
-import { Accounts, Keyring, SessionLifetimeMs, Sessions } from "@burnbox/store"
+import { Accounts, Keyring, SessionLifetimeMs, Sessions, Entitlements } from "@burnbox/store"
 import { TestDatabase } from "@burnbox/testkit"
 import { assert, layer } from "@effect/vitest"
 import { Effect, Layer, Redacted } from "effect"
 import { TestClock } from "effect/testing"
 
-const Store = Layer.mergeAll(Sessions.layer, Accounts.layer).pipe(Layer.provideMerge(Keyring.layer), Layer.provideMerge(TestDatabase))
+const Store = Layer.mergeAll(Sessions.layer, Accounts.layer).pipe(Layer.provideMerge(Keyring.layer), Layer.provideMerge(Entitlements.layer), Layer.provideMerge(TestDatabase))
 
 let created = 0
 const newAccount = Effect.gen(function*() {

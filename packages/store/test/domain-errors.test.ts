@@ -9,6 +9,7 @@ import {
   Accounts,
   Aliases,
   CandidateRandom,
+  Entitlements,
   Keyring,
   MessageActions,
   Messages,
@@ -29,7 +30,7 @@ const Store = Layer.mergeAll(
   MessageActions.layer,
   Webhooks.layer,
   Aliases.layer.pipe(Layer.provide([RateLimiter.layer, CandidateRandom.layer]))
-).pipe(Layer.provideMerge(Keyring.layer), Layer.provideMerge(TestDatabase))
+).pipe(Layer.provideMerge(Keyring.layer), Layer.provideMerge(Entitlements.layer), Layer.provideMerge(TestDatabase))
 
 let accounts = 0
 const newAccount = Effect.gen(function*() {
@@ -111,7 +112,11 @@ layer(Store, { timeout: 120_000 })("the store's refusals are domain errors", (it
         const owner = yield* newAccount
         expect(yield* Effect.flip(repo.create({ email: owner.email.toUpperCase(), password: "correct horse battery" })))
           .toMatchObject({ _tag: "EmailTaken" })
-        expect(yield* Effect.flip(tokens.create({ accountId: owner.id, name: "one too many", scopes: ["read"], expiresAt: null, limit: 0 })))
+        yield* repo.changeOverrides(owner.id, { developerAccess: false })
+        expect(yield* Effect.flip(tokens.create(owner.id, { name: "not in the plan", scopes: ["read"] })))
+          .toMatchObject({ _tag: "FeatureNotInPlan", feature: "developerAccess" })
+        yield* repo.changeOverrides(owner.id, { apiTokenCount: 0 })
+        expect(yield* Effect.flip(tokens.create(owner.id, { name: "one too many", scopes: ["read"] })))
           .toMatchObject({ _tag: "TokenLimitReached", limit: 0 })
       }))
   })
@@ -153,7 +158,7 @@ layer(Store, { timeout: 120_000 })("the store's refusals are domain errors", (it
         expect(yield* Effect.flip(webhooks.remove(stranger.id, row!.id))).toMatchObject({ _tag: "WebhookNotFound", webhookId: row!.id })
         expect(yield* Effect.flip(webhooks.queueTest(stranger.id, row!.id))).toMatchObject({ _tag: "WebhookNotFound", webhookId: row!.id })
         expect(yield* Effect.flip(webhooks.redeliver(owner.id, 424_242))).toMatchObject({ _tag: "DeliveryNotFound", deliveryId: 424_242 })
-        expect(yield* Effect.flip(webhooks.create(owner.id, { name: "plain", url: "http://hooks.example.com/in", subscription: { mode: "all" } }, 5)))
+        expect(yield* Effect.flip(webhooks.create(owner.id, { name: "plain", url: "http://hooks.example.com/in", subscription: { mode: "all" } })))
           .toMatchObject({ _tag: "WebhookUrlRefused" })
       }))
   })

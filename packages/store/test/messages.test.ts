@@ -44,7 +44,7 @@ layer(Store, { timeout: 120_000 })("Messages", (it) => {
       assert.strictEqual(Buffer.compare(Option.getOrThrow(yield* blobs.readRaw(id)), raw), 0)
       const read = yield* messages.raw(owner.accountId, id)
       assert.strictEqual(Buffer.compare(read!, raw), 0)
-      assert.isUndefined(yield* messages.raw(stranger.accountId, id))
+      assert.deepInclude(yield* Effect.flip(messages.raw(stranger.accountId, id)), { _tag: "MessageNotFound" })
     }))
 
   it.effect("a list and a detail show a reader its own mail only", () =>
@@ -73,10 +73,10 @@ layer(Store, { timeout: 120_000 })("Messages", (it) => {
       assert.strictEqual((yield* messages.detail(me.accountId, first, baseUrl))!.otpCodes[0], "482913")
 
       // Another account's message is as absent as one that does not exist.
-      assert.isUndefined(yield* messages.detail(me.accountId, theirs, baseUrl))
-      assert.isUndefined(yield* actions.html(them.accountId, second, false))
-      assert.isUndefined(yield* actions.attachment(them.accountId, second, detail!.attachments[0]!.id))
-      assert.isDefined(yield* actions.attachment(me.accountId, second, detail!.attachments[0]!.id))
+      assert.deepInclude(yield* Effect.flip(messages.detail(me.accountId, theirs, baseUrl)), { _tag: "MessageNotFound" })
+      assert.deepInclude(yield* Effect.flip(actions.html(them.accountId, second, false)), { _tag: "MessageNotFound" })
+      assert.deepInclude(yield* Effect.flip(actions.attachment(them.accountId, second, detail!.attachments[0]!.id, false)), { _tag: "AttachmentNotFound" })
+      assert.isDefined(yield* actions.attachment(me.accountId, second, detail!.attachments[0]!.id, false))
       const refused = yield* Effect.flip(actions.updateState(them.accountId, second, { isRead: true }))
       assert.deepStrictEqual(refused, new MessageNotFound({ messageId: second }))
     }))
@@ -143,13 +143,13 @@ layer(Store, { timeout: 120_000 })("Messages", (it) => {
       yield* sql`UPDATE accounts SET plan = 'free' WHERE id = ${free.accountId}`
       const gone = yield* deliverMail(free, { subject: "no trash here", text: "a" })
       yield* actions.remove(free.accountId, gone, false)
-      assert.isUndefined(yield* messages.detail(free.accountId, gone, baseUrl))
+      assert.deepInclude(yield* Effect.flip(messages.detail(free.accountId, gone, baseUrl)), { _tag: "MessageNotFound" })
       assert.isTrue(Option.isNone(yield* blobs.readRaw(gone)))
 
       const pro = yield* seedAlias("msg.forever")
       const forever = yield* deliverMail(pro, { subject: "forever", text: "b" })
       yield* actions.remove(pro.accountId, forever, true)
-      assert.isUndefined(yield* messages.detail(pro.accountId, forever, baseUrl))
+      assert.deepInclude(yield* Effect.flip(messages.detail(pro.accountId, forever, baseUrl)), { _tag: "MessageNotFound" })
       assert.isTrue(Option.isNone(yield* blobs.readRaw(forever)))
     }))
 

@@ -9,6 +9,7 @@ import { DeliveryRetentionMs, SecretOverlapMs } from "@burnbox/domain"
 import { keyId } from "@burnbox/domain/webhooks/index"
 import {
   Accounts,
+  Entitlements,
   BurnboxConfig,
   dbText,
   decryptEndpointSecret,
@@ -25,7 +26,7 @@ import { TestClock } from "effect/testing"
 
 const Store = Layer.mergeAll(Webhooks.layer, Accounts.layer).pipe(
   Layer.provideMerge(Layer.succeed(TargetResolver, () => Effect.succeed(["93.184.215.14"]))),
-  Layer.provideMerge(TestDatabase)
+  Layer.provideMerge(Entitlements.layer), Layer.provideMerge(TestDatabase)
 )
 
 let created = 0
@@ -39,7 +40,7 @@ const nowDate = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
 const endpoint = (accountId: number, name = "orders") =>
   Effect.gen(function*() {
     const webhooks = yield* Webhooks
-    return yield* webhooks.create(accountId, { name, url: "https://hooks.example.com/in", subscription: { mode: "all" } }, 10)
+    return yield* webhooks.create(accountId, { name, url: "https://hooks.example.com/in", subscription: { mode: "all" } })
   }).pipe(Effect.orDie)
 
 /** The endpoint's stored secrets, decrypted. */
@@ -76,7 +77,7 @@ layer(Store)("Webhooks: endpoints", (it) => {
         url: "https://hooks.example.com/in",
         subscription: { mode: "aliases", alias_ids: [3, 5] },
         include_text_body: true
-      }, 10)
+      })
       assert.deepStrictEqual(webhook, {
         id: webhook.id,
         name: "orders",
@@ -108,12 +109,14 @@ layer(Store)("Webhooks: endpoints", (it) => {
       const webhooks = yield* Webhooks
       const account = yield* newAccount
       const input = { name: "hook", url: "https://hooks.example.com/in", subscription: { mode: "all" as const } }
-      const first = yield* webhooks.create(account.id, input, 2)
-      const second = yield* webhooks.create(account.id, input, 2)
-      assert.deepInclude(yield* Effect.flip(webhooks.create(account.id, input, 2)), { _tag: "WebhookLimitReached", limit: 2 })
+      yield* (yield* Accounts).changeOverrides(account.id, { webhookCount: 2 })
+      const first = yield* webhooks.create(account.id, input)
+      const second = yield* webhooks.create(account.id, input)
+      assert.deepInclude(yield* Effect.flip(webhooks.create(account.id, input)), { _tag: "WebhookLimitReached", limit: 2 })
       yield* webhooks.remove(account.id, first.webhook.id)
       assert.deepStrictEqual((yield* webhooks.list(account.id)).map((w) => w.id), [second.webhook.id])
-      yield* webhooks.create(account.id, input, 2)
+      assert.deepStrictEqual(yield* webhooks.listWithLimit(account.id), { items: yield* webhooks.list(account.id), limit: 2 })
+      yield* webhooks.create(account.id, input)
     }))
 
   it.effect("an update changes only what it names, and its updatedAt", () =>

@@ -10,7 +10,7 @@ import { PgClient } from "@effect/sql-pg"
 import { HotReads, httpListener } from "@burnbox/server"
 import { SmtpListener, smtpListener } from "@burnbox/ingest"
 import { DnsResolver, MailWorkers, type MailWorkLimits, PipelineLive } from "@burnbox/worker"
-import { AccountSnapshots, Aliases, Mailstore, Realtime, BurnboxConfig, DatabaseUrl, freePort, type BurnboxSettings, CandidateRandom, processApplicationName, storeLayer, withClient, withDatabase, type HostResolver, TargetResolver } from "@burnbox/store"
+import { Accounts, AccountSnapshots, Aliases, Mailstore, Realtime, BurnboxConfig, DatabaseUrl, freePort, type BurnboxSettings, CandidateRandom, processApplicationName, storeLayer, withClient, withDatabase, type HostResolver, TargetResolver } from "@burnbox/store"
 import { seededRandom } from "@burnbox/domain/aliases/index"
 import { Clock, Context, Effect, Exit, Layer, Option, Redacted, Scope } from "effect"
 import { HttpServer } from "effect/http"
@@ -58,7 +58,13 @@ export interface Harness {
   readonly request: <A = any>(path: string, options?: RequestOptions) => Promise<Answer<A>>
   readonly signup: (options?: { email?: string; plan?: "free" | "premium" | "pro" }) => Promise<Session>
   readonly createToken: (session: Session, scopes: ReadonlyArray<string>, name?: string) => Promise<string>
+  /**
+   * Sets the account's plan row alone, without the effects of a plan change (aliases paused,
+   * tokens suspended...): for tests of one plan's rules, and of what `worker.reconcilePlan` does.
+   */
   readonly setPlan: (accountId: number, plan: "free" | "premium" | "pro") => Promise<void>
+  /** A plan change through its one use case (`Accounts.changePlan`), every feature's effect applied, as an operator's `admin account plan` does. */
+  readonly changePlan: (accountId: number, plan: "free" | "premium" | "pro") => Promise<void>
   readonly query: <R extends pg.QueryResultRow = any>(text: string, params?: ReadonlyArray<unknown>) => Promise<Array<R>>
   readonly cli: (args: ReadonlyArray<string>) => Promise<{ code: number; stdout: string; stderr: string; json: any }>
   /** The worker's periodic work, run once at the harness clock's time. */
@@ -144,6 +150,7 @@ export const startHarness = async (
   const context = await Effect.runPromise(Layer.buildWithScope(app, scope))
   const address = Context.get(context, HttpServer.HttpServer).address
   const aliases = Context.get(context, Aliases)
+  const accounts = Context.get(context, Accounts)
   const mailstore = Context.get(context, Mailstore)
   const smtpPort = Context.get(context, SmtpListener).port
   const hotReads = Context.get(context, HotReads)
@@ -237,6 +244,7 @@ export const startHarness = async (
     signup,
     createToken,
     setPlan,
+    changePlan: (accountId, plan) => runInHarness(Effect.asVoid(accounts.changePlan(accountId, plan))),
     query: async (text, params) => {
       const { rows } = await pool.query(text, params as Array<unknown>)
       snapshots.forgetAll()

@@ -45,14 +45,19 @@ export const storageUsage = (usedBytes: number, quotaBytes: number): StorageUsag
   usageRatio: quotaBytes === 0 ? 1 : Math.min(1, usedBytes / quotaBytes)
 })
 
+/** The password rule (decisions.md, "Authentication endpoints"): 8 to 256 characters. */
+export const PasswordLength = { min: 8, max: 256 } as const
+export const Password = Schema.String.check(Schema.isMinLength(PasswordLength.min), Schema.isMaxLength(PasswordLength.max))
+export const isValidPassword = Schema.is(Password)
+
 export const Credentials = Schema.Struct({
   email: Email,
-  password: Schema.String.check(Schema.isMinLength(8), Schema.isMaxLength(256))
+  password: Password
 })
 
 export const LoginCredentials = Schema.Struct({
   email: Schema.String.check(Schema.isMaxLength(254)),
-  password: Schema.String.check(Schema.isMaxLength(256))
+  password: Schema.String.check(Schema.isMaxLength(PasswordLength.max))
 })
 
 export const DensityInput = Schema.Struct({ density: MailboxDensity })

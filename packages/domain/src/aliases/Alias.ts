@@ -81,12 +81,31 @@ export const ClaimAlias = Schema.Struct({
   selfDestructAt: Schema.optionalKey(Schema.NullOr(DateTimeInput))
 })
 
+/** The lifecycle transitions of spec 3.1 an owner asks for. */
+export const AliasTransition = Schema.Literals(["pause", "resume", "burn"])
+export type AliasTransition = typeof AliasTransition.Type
+
 export const UpdateAlias = Schema.Struct({
   label: Schema.optionalKey(Schema.NullOr(Label)),
   note: Schema.optionalKey(Schema.NullOr(Note)),
-  action: Schema.optionalKey(Schema.Literals(["pause", "resume", "burn"])),
+  action: Schema.optionalKey(AliasTransition),
   status: Schema.optionalKey(AliasStatus)
 })
+
+const transitionToStatus = { active: "resume", paused: "pause", burned: "burn" } as const
+
+/**
+ * The transition a PATCH asks for (spec 4.3: `action`, or `status` naming the state to reach),
+ * none, or "conflict" when the two name different transitions.
+ */
+export const requestedTransition = (input: {
+  readonly action?: AliasTransition | undefined
+  readonly status?: typeof AliasStatus.Type | undefined
+}): AliasTransition | undefined | "conflict" => {
+  const fromStatus = input.status === undefined ? undefined : transitionToStatus[input.status]
+  if (input.action !== undefined && fromStatus !== undefined && input.action !== fromStatus) return "conflict"
+  return input.action ?? fromStatus
+}
 
 export const SetTimer = Schema.Struct({ selfDestructAt: DateTimeInput })
 

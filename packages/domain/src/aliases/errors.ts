@@ -59,6 +59,9 @@ export class SelfDestructNotInFuture extends Schema.TaggedError<SelfDestructNotI
   selfDestructAt: Schema.String
 }) {}
 
+/** A PATCH's `action` and `status` ask for different transitions. */
+export class TransitionsConflict extends Schema.TaggedError<TransitionsConflict>()("TransitionsConflict", {}) {}
+
 export type AliasError =
   | AliasNotFound
   | AliasPaused
@@ -70,3 +73,4 @@ export type AliasError =
   | ReservationUnavailable
   | CandidateNotReserved
   | SelfDestructNotInFuture
+  | TransitionsConflict

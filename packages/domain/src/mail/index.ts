@@ -30,5 +30,12 @@ export {
 export { analyzeMessage, type MessageAnalysis } from "./analyze.ts"
 export { isDangerousAttachment, isPreviewableImage, safeFilename } from "./attachments.ts"
 export { parseMessage, type ParsedAttachment, type ParsedMessage, type ParseResult, UNKNOWN_SENDER_ADDRESS } from "./parse.ts"
-export { buildTestMessage, parseMailbox, type TestMessageRequest, validateTestMessage } from "./testMessage.ts"
+export {
+  buildTestMessage,
+  checkTestMessageBody,
+  parseMailbox,
+  type TestMessageBody,
+  type TestMessageRequest,
+  validateTestMessage
+} from "./testMessage.ts"
 export { type MailDigest, SearchTextMaxChars, type StoredColumns, storedColumns, type WorkedMail, workedMail } from "./worked.ts"

@@ -84,3 +84,23 @@ export const buildTestMessage = (input: TestMessageRequest, envelope: { readonly
   ]
   return Buffer.from(`${headers.join("\r\n")}\r\n${body}`, "utf8")
 }
+
+/** A test-mail injection as it arrived: a JSON request, or raw `message/rfc822` bytes with the query's alias. */
+export type TestMessageBody =
+  | { readonly kind: "json"; readonly request: TestMessageRequest & { readonly aliasId: number } }
+  | { readonly kind: "raw"; readonly bytes: Uint8Array; readonly aliasId: number | undefined }
+
+/**
+ * The alias a test-mail body is for, or the fields that refuse it (spec 2.19): a raw body needs
+ * the query's aliasId and 1..15 MiB of bytes; a JSON body the rules of validateTestMessage.
+ */
+export const checkTestMessageBody = (body: TestMessageBody): { readonly aliasId: number } | { readonly refused: FieldReasons } => {
+  if (body.kind === "json") {
+    const fields = validateTestMessage(body.request)
+    return fields === undefined ? { aliasId: body.request.aliasId } : { refused: fields }
+  }
+  if (body.aliasId === undefined) return { refused: { aliasId: "required" } }
+  if (body.bytes.byteLength === 0) return { refused: { body: "empty" } }
+  if (body.bytes.byteLength > TestMessageLimits.rawBytes) return { refused: { body: "too_large" } }
+  return { aliasId: body.aliasId }
+}

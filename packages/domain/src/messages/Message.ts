@@ -171,6 +171,10 @@ const uniqueIds = Schema.makeFilter((ids: ReadonlyArray<number>) => new Set(ids)
 /** The fields a bearer token may send on PATCH /messages/{id}; sessions may send them all. */
 export const BearerStateFields: ReadonlyArray<string> = ["isRead"]
 
+/** The fields of a PATCH /messages/{id} a caller of this kind may not change (spec 4.5): for a bearer, all but isRead. */
+export const stateFieldsRefused = (caller: "bearer" | "session", patch: object): ReadonlyArray<string> =>
+  caller === "session" ? [] : Object.keys(patch).filter((field) => !BearerStateFields.includes(field))
+
 /** Spec 4.5, PATCH /messages/{id}. */
 export const UpdateMessageState = Schema.Struct({
   isRead: Schema.optionalKey(Schema.Boolean),

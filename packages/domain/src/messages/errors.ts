@@ -20,4 +20,33 @@ export class BulkTagActionWithoutTag extends Schema.TaggedError<BulkTagActionWit
 /** A list cursor is one the same list gave out, for the same filters. */
 export class InvalidCursor extends Schema.TaggedError<InvalidCursor>()("InvalidCursor", {}) {}
 
-export type MessageError = MessageNotFound | PinLimitReached | BulkTagActionWithoutTag | InvalidCursor
+/** A bearer token changes only isRead on a message; the other fields need a browser session. */
+export class StateFieldsNeedSession extends Schema.TaggedError<StateFieldsNeedSession>()("StateFieldsNeedSession", {
+  fields: Schema.Array(Schema.String)
+}) {}
+
+/** No attachment of this id on a message of the caller's. */
+export class AttachmentNotFound extends Schema.TaggedError<AttachmentNotFound>()("AttachmentNotFound", {
+  messageId: Schema.Int,
+  attachmentId: Schema.Int
+}) {}
+
+/** A dangerous attachment is served only when the request confirms it (confirm=1). */
+export class DangerousAttachmentUnconfirmed extends Schema.TaggedError<DangerousAttachmentUnconfirmed>()("DangerousAttachmentUnconfirmed", {
+  attachmentId: Schema.Int
+}) {}
+
+/** The attachment has no preview: it is missing, dangerous, or of a type that is not previewed (spec 4.5, 7). */
+export class AttachmentPreviewUnavailable extends Schema.TaggedError<AttachmentPreviewUnavailable>()("AttachmentPreviewUnavailable", {
+  attachmentId: Schema.Int
+}) {}
+
+export type MessageError =
+  | MessageNotFound
+  | PinLimitReached
+  | BulkTagActionWithoutTag
+  | InvalidCursor
+  | StateFieldsNeedSession
+  | AttachmentNotFound
+  | DangerousAttachmentUnconfirmed
+  | AttachmentPreviewUnavailable

@@ -1,5 +1,6 @@
 import { Schema, SchemaTransformation } from "effect"
 import { NonNegativeInt } from "../platform/Common.ts"
+import type { PlanFeature } from "./errors.ts"
 
 export const PlanCode = Schema.Literals(["free", "premium", "pro"])
 export type PlanCode = typeof PlanCode.Type
@@ -36,32 +37,25 @@ export const PlanEntitlements = Schema.Struct({
 })
 export type PlanEntitlements = typeof PlanEntitlements.Type
 
-/** The keys `burnbox admin account override` accepts, with the type of each value. */
-export const OverridableKeys: Readonly<Record<string, "int" | "boolean">> = {
-  activeAliasCap: "int",
-  aliasLifetimeCap: "int",
-  claimsPerDay: "int",
-  candidateShufflesPerHour: "int",
-  retentionDays: "int",
-  maxPinned: "int",
-  mailRuleCount: "int",
-  apiTokenCount: "int",
-  webhookCount: "int",
-  testMessagesPerDay: "int",
-  candidateShufflesUnlimited: "boolean",
-  earlyAccessDomains: "boolean",
-  selfDestructTimers: "boolean",
-  bulkExport: "boolean",
-  developerAccess: "boolean",
-  storageQuotaBytes: "int",
-  trashRetentionDays: "int",
-  requestsPerMinute: "int",
-  requestsPerDay: "int"
-}
+/** The plan fields an account's overrides may set: every entitlement but the plan's code and name. */
+type OverridableKey = Exclude<keyof PlanEntitlements, "code" | "name">
+
+/**
+ * The keys `burnbox admin account override` accepts, with the type of each value: derived from
+ * PlanEntitlements, so a new plan field is overridable the moment it is declared.
+ */
+export const OverridableKeys: Readonly<Record<OverridableKey, "int" | "boolean">> = Object.fromEntries(
+  Object.entries(PlanEntitlements.fields)
+    .filter(([key]) => key !== "code" && key !== "name")
+    .map(([key, field]) => [key, field === Schema.Boolean ? "boolean" : "int"])
+) as Record<OverridableKey, "int" | "boolean">
+
+const overridableKind = (key: string): "int" | "boolean" | undefined =>
+  Object.hasOwn(OverridableKeys, key) ? OverridableKeys[key as OverridableKey] : undefined
 
 /** Whether `value` can override `key`: a known key, with a whole number >= 0 or a boolean as the key takes. */
 const isOverride = (key: string, value: unknown): value is number | boolean => {
-  const kind = OverridableKeys[key]
+  const kind = overridableKind(key)
   return (kind === "int" && typeof value === "number" && Number.isInteger(value) && value >= 0) ||
     (kind === "boolean" && typeof value === "boolean")
 }
@@ -168,27 +162,25 @@ export const resolveEntitlements = (plan: PlanEntitlements, overrides: PlanOverr
   return resolved as unknown as PlanEntitlements
 }
 
-/** The PlanLimits view of resolved entitlements: exactly the fields of spec 2.2, nothing more. */
-export const toPlanLimits = (e: PlanEntitlements): PlanLimits => ({
-  code: e.code,
-  name: e.name,
-  activeAliasCap: e.activeAliasCap,
-  aliasLifetimeCap: e.aliasLifetimeCap,
-  claimsPerDay: e.claimsPerDay,
-  candidateShufflesPerHour: e.candidateShufflesPerHour,
-  retentionDays: e.retentionDays,
-  maxPinned: e.maxPinned,
-  mailRuleCount: e.mailRuleCount,
-  apiTokenCount: e.apiTokenCount,
-  webhookCount: e.webhookCount,
-  testMessagesPerDay: e.testMessagesPerDay,
-  candidateShufflesUnlimited: e.candidateShufflesUnlimited,
-  earlyAccessDomains: e.earlyAccessDomains,
-  selfDestructTimers: e.selfDestructTimers,
-  bulkExport: e.bulkExport,
-  developerAccess: e.developerAccess,
-  storageQuotaBytes: e.storageQuotaBytes
-})
+const planLimitKeys = Object.keys(PlanLimits.fields) as ReadonlyArray<keyof PlanLimits>
+
+/** The PlanLimits view of resolved entitlements: exactly the fields of spec 2.2, in their order, nothing more. */
+export const toPlanLimits = (e: PlanEntitlements): PlanLimits =>
+  Object.fromEntries(planLimitKeys.map((key) => [key, e[key]])) as unknown as PlanLimits
+
+/**
+ * An account's plan as a statement reads it: the plan row's entitlements and the account's
+ * overrides, decoded to the resolved entitlements (the only way the store turns the two into one).
+ */
+export const ResolvedPlan = Schema.Struct({ entitlements: PlanEntitlements, overrides: PlanOverrides }).pipe(
+  Schema.decodeTo(
+    PlanEntitlements,
+    SchemaTransformation.transform({
+      decode: ({ entitlements, overrides }) => resolveEntitlements(entitlements, overrides),
+      encode: (entitlements) => ({ entitlements, overrides: {} })
+    })
+  )
+)
 
 /**
  * Parses `key=value[,key=value...]` for `burnbox admin account override --set`.
@@ -199,7 +191,7 @@ export const parseOverrides = (input: string): { ok: true; overrides: PlanOverri
   for (const pair of input.split(",").map((p) => p.trim()).filter((p) => p.length > 0)) {
     const [key, value, ...rest] = pair.split("=")
     if (key === undefined || value === undefined || rest.length > 0) return { ok: false, error: `expected key=value, got "${pair}"` }
-    const kind = OverridableKeys[key]
+    const kind = overridableKind(key)
     if (kind === undefined) return { ok: false, error: `unknown key "${key}"` }
     if (kind === "boolean") {
       if (value !== "true" && value !== "false") return { ok: false, error: `${key} takes true or false` }
@@ -211,3 +203,7 @@ export const parseOverrides = (input: string): { ok: true; overrides: PlanOverri
   }
   return { ok: true, overrides }
 }
+
+/** Whether resolved entitlements include a feature (the one rule behind every FeatureNotInPlan). */
+export const planIncludes = (plan: PlanEntitlements, feature: PlanFeature): boolean =>
+  feature === "testMail" ? plan.testMessagesPerDay > 0 : plan[feature]

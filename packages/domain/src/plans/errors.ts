@@ -1,8 +1,11 @@
 /** What a plan includes and how much it holds (spec 2.2, 8). */
 import { Schema } from "effect"
 
-/** The plan features a request can need and the account's plan can lack. */
-export const PlanFeature = Schema.Literals(["earlyAccessDomains", "selfDestructTimers"])
+/**
+ * The plan features a request can need and the account's plan can lack: the plan's boolean
+ * entitlements, and `testMail` (a plan with test messages per day).
+ */
+export const PlanFeature = Schema.Literals(["earlyAccessDomains", "selfDestructTimers", "developerAccess", "bulkExport", "testMail"])
 export type PlanFeature = typeof PlanFeature.Type
 
 /** The account's plan does not include the feature the request needs. */

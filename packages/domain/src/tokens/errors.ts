@@ -6,4 +6,14 @@ export class TokenLimitReached extends Schema.TaggedError<TokenLimitReached>()("
   limit: Schema.Int
 }) {}
 
-export type TokenError = TokenLimitReached
+/** No token of the account has this id. */
+export class TokenNotFound extends Schema.TaggedError<TokenNotFound>()("TokenNotFound", {
+  tokenId: Schema.Int
+}) {}
+
+/** A token's expiry, when given, lies in the future. */
+export class TokenExpiryNotInFuture extends Schema.TaggedError<TokenExpiryNotInFuture>()("TokenExpiryNotInFuture", {
+  expiresAt: Schema.String
+}) {}
+
+export type TokenError = TokenLimitReached | TokenNotFound | TokenExpiryNotInFuture

@@ -1,10 +1,8 @@
-import { BurnboxApi, CurrentPrincipal, ValidationFailed } from "@burnbox/domain"
+import { BurnboxApi, CurrentPrincipal } from "@burnbox/domain"
 import { Aliases, type Transition } from "@burnbox/store"
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { withProblems } from "../platform/ProblemMapping.ts"
-
-const statusTransition = { active: "resume", paused: "pause", burned: "burn" } as const
 
 export const AliasesHttp = HttpApiBuilder.group(BurnboxApi, "aliases", Effect.fn(function*(handlers) {
   const aliases = yield* Aliases
@@ -23,15 +21,7 @@ export const AliasesHttp = HttpApiBuilder.group(BurnboxApi, "aliases", Effect.fn
     .handle("releaseCandidatesPost", ({ payload }) =>
       Effect.flatMap(owner, (accountId) => aliases.release(accountId, payload?.reservationToken ?? undefined)).pipe(Effect.map((released) => ({ released }))))
     .handle("claim", ({ payload }) => withProblems(Effect.flatMap(owner, (accountId) => aliases.claim(accountId, payload))))
-    .handle("update", ({ params, payload }) =>
-      withProblems(Effect.gen(function*() {
-        const accountId = yield* owner
-        const fromStatus = payload.status === undefined ? undefined : statusTransition[payload.status]
-        if (payload.action !== undefined && fromStatus !== undefined && payload.action !== fromStatus) {
-          return yield* Effect.fail(ValidationFailed.withFields({ status: "conflicts_with_action" }, "action and status ask for different transitions."))
-        }
-        return yield* aliases.change(accountId, params.id, { label: payload.label, note: payload.note, to: payload.action ?? fromStatus })
-      })))
+    .handle("update", ({ params, payload }) => withProblems(Effect.flatMap(owner, (accountId) => aliases.change(accountId, params.id, payload))))
     .handle("remove", ({ params }) => move(params.id, "burn"))
     .handle("pause", ({ params }) => move(params.id, "pause"))
     .handle("resume", ({ params }) => move(params.id, "resume"))

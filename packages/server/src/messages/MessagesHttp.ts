@@ -1,12 +1,10 @@
-import { BearerStateFields, BurnboxApi, Conflict, CurrentPrincipal, Forbidden, NotFound } from "@burnbox/domain"
+import { BurnboxApi, CurrentPrincipal } from "@burnbox/domain"
 import { BurnboxConfig, MessageActions, Messages, MessageWaits } from "@burnbox/store"
 import { Duration, Effect } from "effect"
 import { HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { withProblems } from "../platform/ProblemMapping.ts"
 import { conditionalJson } from "../platform/Conditional.ts"
-
-const notFound = () => Effect.fail(NotFound.of("Message"))
 
 /**
  * The HTML view is a document of its own: no script, no plugins, no navigation, no forms, in
@@ -52,82 +50,55 @@ export const MessagesHttp = HttpApiBuilder.group(BurnboxApi, "messages", Effect.
       withProblems(Effect.flatMap(CurrentPrincipal, (p) =>
         wait === undefined ? messages.list(p.accountId, page) : waits.list(p.accountId, page, Duration.seconds(wait)))))
     .handle("get", ({ params, query: { wait } }) =>
-      Effect.flatMap(CurrentPrincipal, (p) =>
+      withProblems(Effect.flatMap(CurrentPrincipal, (p) =>
         wait === undefined
           ? messages.detail(p.accountId, params.id, config.baseUrl)
-          : waits.detail(p.accountId, params.id, config.baseUrl, Duration.seconds(wait))).pipe(
-        Effect.flatMap((detail) => (detail === undefined ? notFound() : conditionalJson(detail)))
-      ))
-    .handle("raw", ({ params }) =>
-      Effect.flatMap(CurrentPrincipal, (p) => messages.raw(p.accountId, params.id)).pipe(
-        Effect.flatMap((raw) => (raw === undefined ? notFound() : Effect.succeed(raw)))
-      ))
+          : waits.detail(p.accountId, params.id, config.baseUrl, Duration.seconds(wait)))).pipe(Effect.flatMap(conditionalJson)))
+    .handle("raw", ({ params }) => withProblems(Effect.flatMap(CurrentPrincipal, (p) => messages.raw(p.accountId, params.id))))
     .handle("updateState", ({ params, payload }) =>
-      Effect.gen(function*() {
-        const principal = yield* CurrentPrincipal
-        if (principal.kind === "bearer") {
-          const refused = Object.keys(payload).filter((field) => !BearerStateFields.includes(field))
-          if (refused.length > 0) {
-            return yield* Effect.fail(new Forbidden({
-              code: "session_required_for_field",
-              message: `A bearer token may change only isRead; ${refused.join(", ")} need a browser session.`
-            }))
-          }
-        }
-        return yield* withProblems(actions.updateState(principal.accountId, params.id, payload))
-      }))
+      withProblems(Effect.flatMap(CurrentPrincipal, (p) => actions.updateState(p.accountId, params.id, payload, p.kind))))
     .handle("bulk", ({ payload }) => withProblems(Effect.flatMap(CurrentPrincipal, (p) => actions.bulk(p.accountId, payload))))
     .handle("emptyTrash", ({ query }) => withProblems(Effect.flatMap(CurrentPrincipal, (p) => actions.emptyTrash(p.accountId, query.alias))))
     .handle("remove", ({ params, query }) =>
       withProblems(Effect.flatMap(CurrentPrincipal, (p) => actions.remove(p.accountId, params.id, query.permanent === "1" || query.permanent === "true"))))
     .handle("restore", ({ params }) => withProblems(Effect.flatMap(CurrentPrincipal, (p) => actions.restore(p.accountId, params.id))))
     .handle("html", ({ params, query }) =>
-      Effect.flatMap(CurrentPrincipal, (p) => actions.html(p.accountId, params.id, query.remote === "1")).pipe(
-        Effect.flatMap((body) =>
-          body === undefined
-            ? notFound()
-            : Effect.succeed(HttpServerResponse.text(body.html, {
-              contentType: "text/html; charset=utf-8",
-              headers: { ...bodyHeaders, "content-security-policy": htmlViewPolicy(body.remoteImagesAllowed) }
-            }))
+      withProblems(Effect.flatMap(CurrentPrincipal, (p) => actions.html(p.accountId, params.id, query.remote === "1"))).pipe(
+        Effect.map((body) =>
+          HttpServerResponse.text(body.html, {
+            contentType: "text/html; charset=utf-8",
+            headers: { ...bodyHeaders, "content-security-policy": htmlViewPolicy(body.remoteImagesAllowed) }
+          })
         )
       ))
     .handle("remoteImagePreference", ({ params, payload }) =>
       withProblems(Effect.flatMap(CurrentPrincipal, (p) => actions.setRemoteImagePreference(p.accountId, params.id, payload.alwaysLoad))))
     .handle("attachment", ({ params, query }) =>
-      Effect.gen(function*() {
-        const principal = yield* CurrentPrincipal
-        const file = yield* actions.attachment(principal.accountId, params.messageId, params.attachmentId)
-        if (file === undefined) return yield* Effect.fail(NotFound.of("Attachment"))
-        if (file.dangerous && query.confirm !== "1") {
-          return yield* Effect.fail(new Conflict({
-            code: "dangerous_attachment",
-            message: "This attachment could run code when opened; repeat the request with confirm=1 to download it."
-          }))
-        }
+      withProblems(Effect.flatMap(CurrentPrincipal, (p) =>
+        actions.attachment(p.accountId, params.messageId, params.attachmentId, query.confirm === "1"))).pipe(
         // Always a download, never rendered in our origin; a dangerous file only as opaque bytes.
-        return HttpServerResponse.uint8Array(file.content, {
-          contentType: file.dangerous ? "application/octet-stream" : file.mimeType,
-          headers: {
-            ...bodyHeaders,
-            "content-disposition": contentDisposition("attachment", file.filename),
-            "content-security-policy": "default-src 'none'; sandbox"
-          }
-        })
-      }))
+        Effect.map((file) =>
+          HttpServerResponse.uint8Array(file.content, {
+            contentType: file.dangerous ? "application/octet-stream" : file.mimeType,
+            headers: {
+              ...bodyHeaders,
+              "content-disposition": contentDisposition("attachment", file.filename),
+              "content-security-policy": "default-src 'none'; sandbox"
+            }
+          })
+        )
+      ))
     .handle("attachmentPreview", ({ params }) =>
-      Effect.gen(function*() {
-        const principal = yield* CurrentPrincipal
-        const file = yield* actions.attachment(principal.accountId, params.messageId, params.attachmentId)
-        // Dangerous or unsupported types have no preview (spec 7, 404).
-        if (file === undefined || file.dangerous || !file.previewable) return yield* Effect.fail(NotFound.of("Attachment preview"))
-        return HttpServerResponse.uint8Array(file.content, {
-          contentType: file.mimeType,
-          headers: {
-            ...bodyHeaders,
-            "content-disposition": contentDisposition("inline", file.filename),
-            "content-security-policy": previewPolicy
-          }
-        })
-      }))
+      withProblems(Effect.flatMap(CurrentPrincipal, (p) => actions.attachmentPreview(p.accountId, params.messageId, params.attachmentId))).pipe(
+        Effect.map((file) =>
+          HttpServerResponse.uint8Array(file.content, {
+            contentType: file.mimeType,
+            headers: {
+              ...bodyHeaders,
+              "content-disposition": contentDisposition("inline", file.filename),
+              "content-security-policy": previewPolicy
+            }
+          })
+        )
+      ))
 }))

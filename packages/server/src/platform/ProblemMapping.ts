@@ -13,6 +13,7 @@ import {
   NotFound,
   type PlanFeature,
   RateLimited,
+  Unauthorized,
   ValidationFailed
 } from "@burnbox/domain"
 import { Effect } from "effect"
@@ -25,7 +26,10 @@ type ProblemTable = {
 /** How a plan feature is named in a refusal: "Your plan does not include ...". */
 const featureNames: Readonly<Record<PlanFeature, string>> = {
   earlyAccessDomains: "early-access domains",
-  selfDestructTimers: "self-destruct timers"
+  selfDestructTimers: "self-destruct timers",
+  developerAccess: "API tokens (developer access)",
+  bulkExport: "mailbox exports (Pro)",
+  testMail: "test-mail injection (Pro)"
 }
 
 const conflict = (code: string, message: string) => new Conflict({ code, message })
@@ -34,6 +38,8 @@ const rateLimited = (code: string, message: string, retryAfter: number) => new R
 const problems = {
   // accounts
   EmailTaken: () => conflict("email_taken", "An account with this email exists already."),
+  InvalidCredentials: () => Unauthorized.invalidCredentials(),
+  SignInThrottled: (e) => rateLimited("too_many_login_attempts", `Too many failed sign-ins; retry in ${e.retryAfter} s.`, e.retryAfter),
 
   // aliases
   AliasNotFound: () => NotFound.of("Alias"),
@@ -54,6 +60,7 @@ const problems = {
     conflict("reservation_invalid", "The reservation is unknown, released or expired; reserve candidates again."),
   CandidateNotReserved: () => conflict("candidate_not_reserved", "This candidate is not part of the reservation."),
   SelfDestructNotInFuture: () => ValidationFailed.withFields({ selfDestructAt: "must_be_future" }),
+  TransitionsConflict: () => ValidationFailed.withFields({ status: "conflicts_with_action" }, "action and status ask for different transitions."),
 
   // domains
   DomainNotFound: () => NotFound.of("Domain"),
@@ -67,6 +74,15 @@ const problems = {
   MessageNotFound: () => NotFound.of("Message"),
   PinLimitReached: (e) => conflict("max_pinned_reached", `Your plan keeps at most ${e.limit} pinned messages; unpin one first.`),
   BulkTagActionWithoutTag: (e) => ValidationFailed.withFields({ tagId: "required" }, `${e.action} needs a tagId.`),
+  StateFieldsNeedSession: (e) =>
+    new Forbidden({
+      code: "session_required_for_field",
+      message: `A bearer token may change only isRead; ${e.fields.join(", ")} need a browser session.`
+    }),
+  AttachmentNotFound: () => NotFound.of("Attachment"),
+  DangerousAttachmentUnconfirmed: () =>
+    conflict("dangerous_attachment", "This attachment could run code when opened; repeat the request with confirm=1 to download it."),
+  AttachmentPreviewUnavailable: () => NotFound.of("Attachment preview"),
   InvalidCursor: () =>
     ValidationFailed.withFields({ cursor: "invalid_cursor" }, "The cursor is not one this list gave out, or it belongs to other filters."),
   // The search syntax explains its own refusals (decisions.md, "Search syntax of `q`").
@@ -79,8 +95,15 @@ const problems = {
   TagNameTaken: () => conflict("tag_name_taken", "You already have a tag with this name."),
   TagNotOwned: (e) => ValidationFailed.withFields({ [e.input]: "unknown_tag" }, "Every tag must be one of your own tags."),
 
+  // test mail
+  InvalidTestMessage: (e) => ValidationFailed.withFields(e.fields),
+  TestMessagesPerDayReached: (e) =>
+    rateLimited("test_messages_per_day_reached", `At most ${e.limit} test messages a day; retry in ${e.retryAfter} s.`, e.retryAfter),
+
   // tokens
   TokenLimitReached: (e) => conflict("token_limit_reached", `At most ${e.limit} tokens may be active; revoke one first.`),
+  TokenNotFound: () => NotFound.of("Token"),
+  TokenExpiryNotInFuture: () => ValidationFailed.withFields({ expiresAt: "must_be_future" }),
 
   // webhooks
   WebhookNotFound: () => NotFound.of("Webhook"),

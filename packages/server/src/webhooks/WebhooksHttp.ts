@@ -1,30 +1,22 @@
 /** Spec 4.9: thin handlers over the Webhooks repository. */
 import { BurnboxApi, CurrentPrincipal } from "@burnbox/domain"
-import { Accounts, Webhooks } from "@burnbox/store"
+import { Webhooks } from "@burnbox/store"
 import { Effect, Redacted } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { withProblems } from "../platform/ProblemMapping.ts"
-import { currentAccount } from "../platform/CurrentAccount.ts"
 
 const DefaultPageSize = 50
 
 export const WebhooksHttp = HttpApiBuilder.group(BurnboxApi, "webhooks", Effect.fn(function*(handlers) {
   const webhooks = yield* Webhooks
-  const accounts = yield* Accounts
   const owner = Effect.map(CurrentPrincipal, (p) => p.accountId)
 
   return handlers
-    .handle("list", () =>
-      Effect.gen(function*() {
-        const account = yield* currentAccount(accounts)
-        return { items: yield* webhooks.list(account.id), limit: account.entitlements.webhookCount }
-      }))
+    .handle("list", () => Effect.flatMap(owner, (accountId) => webhooks.listWithLimit(accountId)))
     .handle("create", ({ payload }) =>
-      Effect.gen(function*() {
-        const account = yield* currentAccount(accounts)
-        const created = yield* withProblems(webhooks.create(account.id, payload, account.entitlements.webhookCount))
-        return { webhook: created.webhook, secret: Redacted.value(created.secret), secretShownOnce: true as const }
-      }))
+      withProblems(Effect.flatMap(owner, (accountId) => webhooks.create(accountId, payload))).pipe(
+        Effect.map((created) => ({ webhook: created.webhook, secret: Redacted.value(created.secret), secretShownOnce: true as const }))
+      ))
     .handle("update", ({ params, payload }) => withProblems(Effect.flatMap(owner, (accountId) => webhooks.update(accountId, params.id, payload))))
     .handle("remove", ({ params }) => withProblems(Effect.flatMap(owner, (accountId) => webhooks.remove(accountId, params.id))))
     .handle("rotateSecret", ({ params }) =>

@@ -4,9 +4,9 @@ import {
   EmailTaken,
   MailboxDensity,
   PlanCode,
-  PlanEntitlements,
+  type PlanEntitlements,
   PlanOverrides,
-  resolveEntitlements,
+  ResolvedPlan,
   type SessionAccount,
   toPlanLimits
 } from "@burnbox/domain"
@@ -15,6 +15,7 @@ import { SqlClient, SqlSchema, type Statement } from "effect/sql"
 import { IdRow } from "../platform/Rows.ts"
 import { now } from "../platform/Time.ts"
 import { pgJson } from "../platform/PgText.ts"
+import { Entitlements } from "../plans/Entitlements.ts"
 
 export interface AccountRow {
   readonly id: number
@@ -47,7 +48,7 @@ const AccountRecord = Schema.Struct({
   storage_used_bytes: Schema.Number,
   aliases_lifetime_claimed: Schema.Int,
   active_alias_count: Schema.Int,
-  entitlements: PlanEntitlements,
+  plan_entitlements: ResolvedPlan,
   overrides: PlanOverrides
 })
 type AccountRecord = typeof AccountRecord.Type
@@ -65,7 +66,7 @@ const toRow = (record: AccountRecord): AccountRow => ({
   aliasesLifetimeClaimed: record.aliases_lifetime_claimed,
   activeAliasCount: record.active_alias_count,
   overrides: record.overrides,
-  entitlements: resolveEntitlements(record.entitlements, record.overrides)
+  entitlements: record.plan_entitlements
 })
 
 const NewAccount = Schema.Struct({
@@ -106,20 +107,27 @@ export class Accounts extends Context.Service<Accounts, {
   readonly findByEmail: (email: string) => Effect.Effect<AccountRow | undefined>
   /** The account when the password matches; constant work whether or not the email exists. */
   readonly authenticate: (email: string, password: string) => Effect.Effect<AccountRow | undefined>
-  readonly setPlan: (id: number, plan: PlanCode) => Effect.Effect<AccountRow>
-  readonly setOverrides: (id: number, overrides: PlanOverrides) => Effect.Effect<AccountRow>
+  /**
+   * The one use case of a plan change (an operator's `admin account plan`, billing, tests): the
+   * account's plan becomes `plan`, and every feature's registered effect (Entitlements.onPlanChange)
+   * runs in the same transaction.
+   */
+  readonly changePlan: (id: number, plan: PlanCode) => Effect.Effect<AccountRow>
+  /** The same use case for the account's overrides (`admin account override`): they become `overrides`. */
+  readonly changeOverrides: (id: number, overrides: PlanOverrides) => Effect.Effect<AccountRow>
   readonly setDensity: (id: number, density: MailboxDensity) => Effect.Effect<void>
 }>()("burnbox/Accounts") {
   static readonly layer = Layer.effect(Accounts, Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
+    const entitlements = yield* Entitlements
 
     const select = (where: Statement.Fragment) =>
       sql`
         SELECT a.id, a.email, a.password_hash, a.plan, a.is_admin, a.handle, a.mailbox_density, a.push_enabled, a.push_nudge_dismissed,
                a.storage_used_bytes::float8 AS storage_used_bytes, a.aliases_lifetime_claimed,
                ${activeAliasCount(sql)} AS active_alias_count,
-               p.entitlements, a.overrides
-        FROM accounts a JOIN plans p ON p.code = a.plan
+               ${entitlements.column("a")} AS plan_entitlements, a.overrides
+        FROM accounts a
         WHERE ${where}`
     const byId = SqlSchema.findOneOption({ Request: Schema.Int, Result: AccountRecord, execute: (id) => select(sql`a.id = ${id}`) })
     const byEmailKey = SqlSchema.findOneOption({
@@ -163,14 +171,27 @@ export class Accounts extends Context.Service<Accounts, {
       return record !== undefined && ok ? toRow(record) : undefined
     })
 
+    /** Changes the plan row or overrides of an account with `update`, then applies the change's effects; one transaction. */
+    const changeWith = (id: number, update: Statement.Statement<unknown>) =>
+      sql.withTransaction(Effect.gen(function*() {
+        const before: PlanEntitlements = yield* entitlements.lock(id)
+        yield* update
+        const after = yield* entitlements.of(id)
+        yield* entitlements.applyChange({ accountId: id, before, after })
+      })).pipe(Effect.orDie, Effect.andThen(mustGet(id)))
+
+    const changePlan = Effect.fn("Accounts.changePlan")((id: number, plan: PlanCode) =>
+      changeWith(id, sql`UPDATE accounts SET plan = ${plan} WHERE id = ${id}`))
+    const changeOverrides = Effect.fn("Accounts.changeOverrides")((id: number, overrides: PlanOverrides) =>
+      changeWith(id, sql`UPDATE accounts SET overrides = ${pgJson(overrides)}::jsonb WHERE id = ${id}`))
+
     return Accounts.of({
       create,
       get,
       findByEmail: (email) => findRecord(email).pipe(Effect.map((record) => record && toRow(record))),
       authenticate,
-      setPlan: (id, plan) => sql`UPDATE accounts SET plan = ${plan} WHERE id = ${id}`.pipe(Effect.orDie, Effect.andThen(mustGet(id))),
-      setOverrides: (id, overrides) =>
-        sql`UPDATE accounts SET overrides = ${pgJson(overrides)}::jsonb WHERE id = ${id}`.pipe(Effect.orDie, Effect.andThen(mustGet(id))),
+      changePlan,
+      changeOverrides,
       setDensity: (id, density) => sql`UPDATE accounts SET mailbox_density = ${density} WHERE id = ${id}`.pipe(Effect.orDie, Effect.asVoid)
     })
   }))

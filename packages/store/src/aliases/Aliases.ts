@@ -20,12 +20,13 @@ import {
   ExpiringNoticeMs,
   FeatureNotInPlan,
   HourlyShuffleLimitReached,
-  PlanEntitlements,
-  PlanOverrides,
+  requestedTransition,
   ReservationLifetimeMs,
   ReservationUnavailable,
-  resolveEntitlements,
-  SelfDestructNotInFuture
+  ResolvedPlan,
+  SelfDestructNotInFuture,
+  TransitionsConflict,
+  type UpdateAlias
 } from "@burnbox/domain"
 import { cryptoRandom, generateLocalPart, type LocalPartStyle, type RandomSource } from "@burnbox/domain/aliases/index"
 import { Context, Effect, Layer, Option, Schema } from "effect"
@@ -37,6 +38,7 @@ import { appendEvent } from "../webhooks/Outbox.ts"
 import { RateLimiter } from "../platform/RateLimiter.ts"
 import { now } from "../platform/Time.ts"
 import { pgJson } from "../platform/PgText.ts"
+import { Entitlements } from "../plans/Entitlements.ts"
 
 /** Where candidate randomness comes from; tests replace it with a seeded source. */
 export class CandidateRandom extends Context.Service<CandidateRandom, RandomSource>()("burnbox/CandidateRandom") {
@@ -72,14 +74,14 @@ const AliasRow = Schema.Struct({
   domain_name: Schema.String,
   domain_state: DomainState,
   domain_tier: DomainTier,
-  entitlements: PlanEntitlements,
-  overrides: PlanOverrides
+  /** The owner's resolved plan (its trash window is the alias's `trash`). */
+  plan: ResolvedPlan
 })
 type Row = typeof AliasRow.Type
 const decodeAliasRows = decodeRows(AliasRow)
 
 /** The owner's plan, and how many aliases the account ever claimed. */
-const AccountPlanRow = Schema.Struct({ entitlements: PlanEntitlements, overrides: PlanOverrides, aliases_lifetime_claimed: Schema.Int })
+const AccountPlanRow = Schema.Struct({ plan: ResolvedPlan, aliases_lifetime_claimed: Schema.Int })
 
 const ReservationRow = Schema.Struct({ id: Schema.Int, expires_at: Schema.Date, ended_at: Schema.NullOr(Schema.Date) })
 
@@ -89,7 +91,7 @@ const TokenOf = Schema.Struct({ accountId: Schema.Int, digest: Schema.Uint8Array
 const iso = (d: Date | null) => d?.toISOString() ?? null
 
 export const toAlias = (row: Row): Alias => {
-  const trashDays = resolveEntitlements(row.entitlements, row.overrides).trashRetentionDays
+  const trashDays = row.plan.trashRetentionDays
   return {
     id: row.id,
     address: `${row.local_part}@${row.domain_name}`,
@@ -157,11 +159,9 @@ export class Aliases extends Context.Service<Aliases, {
     | DailyClaimLimitReached
   >
   readonly transition: (accountId: number, id: number, to: Transition) => Effect.Effect<Alias, AliasNotFound | AliasBurned | ActiveAliasCapReached>
-  readonly change: (accountId: number, id: number, input: {
-    label?: string | null | undefined
-    note?: string | null | undefined
-    to?: Transition | undefined
-  }) => Effect.Effect<Alias, AliasNotFound | AliasBurned | ActiveAliasCapReached>
+  /** PATCH /aliases/{id}: label, note and the transition `action` or `status` asks for, in one transaction. */
+  readonly change: (accountId: number, id: number, input: typeof UpdateAlias.Type) =>
+    Effect.Effect<Alias, AliasNotFound | AliasBurned | ActiveAliasCapReached | TransitionsConflict>
   readonly setTimer: (accountId: number, id: number, at: string) =>
     Effect.Effect<AliasTimer, AliasNotFound | FeatureNotInPlan | AliasBurned | SelfDestructNotInFuture>
   readonly clearTimer: (accountId: number, id: number) => Effect.Effect<AliasTimer, AliasNotFound | AliasBurned>
@@ -178,6 +178,7 @@ export class Aliases extends Context.Service<Aliases, {
     const sql = yield* SqlClient.SqlClient
     const keyring = yield* Keyring
     const limiter = yield* RateLimiter
+    const entitlements = yield* Entitlements
     const random = yield* CandidateRandom
     const tokenDigest = (token: string) => keyring.digest("reservation", token)
 
@@ -188,11 +189,10 @@ export class Aliases extends Context.Service<Aliases, {
                al.last_received_at, al.claimed_at, al.paused_at, al.burned_at, al.plan_paused, al.self_destruct_at,
                al.self_destruct_suspended, al.expiring_notified_at,
                d.id AS domain_id, d.name AS domain_name, d.state AS domain_state, d.tier AS domain_tier,
-               p.entitlements, a.overrides
+               ${entitlements.column("a")} AS plan
         FROM aliases al
         JOIN domains d ON d.id = al.domain_id
         JOIN accounts a ON a.id = al.account_id
-        JOIN plans p ON p.code = a.plan
         WHERE ${where}
         ORDER BY al.id
         ${lock ? sql`FOR NO KEY UPDATE OF al` : sql``}`.pipe(Effect.flatMap(decodeAliasRows), Effect.orDie)
@@ -207,13 +207,14 @@ export class Aliases extends Context.Service<Aliases, {
       Result: AccountPlanRow,
       execute: (accountId) =>
         sql`
-        SELECT p.entitlements, a.overrides, a.aliases_lifetime_claimed FROM accounts a JOIN plans p ON p.code = a.plan
+        SELECT ${entitlements.column("a")} AS plan, a.aliases_lifetime_claimed FROM accounts a
         WHERE a.id = ${accountId} FOR NO KEY UPDATE OF a`
     })
+    /** The owner's plan and lifetime claims, its account row locked until the transaction ends. */
     const entitlementsOf = (accountId: number) =>
       accountPlan(accountId).pipe(
         Effect.orDie,
-        Effect.map((row) => ({ ...row, resolved: resolveEntitlements(row.entitlements, row.overrides) }))
+        Effect.map((row) => ({ ...row, resolved: row.plan }))
       )
 
     const countActive = SqlSchema.findOne({
@@ -301,7 +302,6 @@ export class Aliases extends Context.Service<Aliases, {
         for (let round = 0; picked.length < CandidatesPerReservation && round < 20; round++) {
           const wanted = new Set<string>()
           while (wanted.size < (CandidatesPerReservation - picked.length) * 2) wanted.add(generateLocalPart(input.style, random))
-          // Free the addresses of expired reservations on this domain before checking who holds what.
           const locals = [...wanted]
           const inserted = yield* insertCandidates({
             accountId,
@@ -452,11 +452,10 @@ export class Aliases extends Context.Service<Aliases, {
      * Label, note and a transition in one transaction: a refused transition changes nothing,
      * and the event of an accepted one carries the new label.
      */
-    const change = Effect.fn("Aliases.change")(function*(accountId: number, id: number, input: {
-      label?: string | null | undefined
-      note?: string | null | undefined
-      to?: Transition | undefined
-    }) {
+    const changeTo = Effect.fn("Aliases.change")(function*(accountId: number, id: number, input: {
+      readonly label?: string | null | undefined
+      readonly note?: string | null | undefined
+    }, to: Transition | undefined) {
       const at = yield* now
       return yield* sql.withTransaction(Effect.gen(function*() {
         yield* owned(accountId, id, true)
@@ -467,12 +466,17 @@ export class Aliases extends Context.Service<Aliases, {
               note = CASE WHEN ${input.note !== undefined} THEN ${input.note ?? null}::text ELSE note END
             WHERE id = ${id}`.pipe(Effect.orDie)
         }
-        if (input.to !== undefined) yield* applyTransition(accountId, yield* owned(accountId, id), input.to, at)
+        if (to !== undefined) yield* applyTransition(accountId, yield* owned(accountId, id), to, at)
         return toAlias(yield* owned(accountId, id))
       })).pipe(Effect.catchTag("SqlError", Effect.die))
     })
 
-    const transition = (accountId: number, id: number, to: Transition) => change(accountId, id, { to })
+    const change = (accountId: number, id: number, input: typeof UpdateAlias.Type) => {
+      const to = requestedTransition(input)
+      return to === "conflict" ? Effect.fail(new TransitionsConflict()) : changeTo(accountId, id, input, to)
+    }
+
+    const transition = (accountId: number, id: number, to: Transition) => changeTo(accountId, id, {}, to)
 
     const burn = (row: Row, at: Date) =>
       Effect.gen(function*() {
@@ -581,6 +585,9 @@ export class Aliases extends Context.Service<Aliases, {
         return { paused, resumed }
       })).pipe(Effect.orDie)
     })
+
+    // A plan change: aliases beyond the active cap pause (or plan-paused ones resume), timers follow the entitlement.
+    yield* entitlements.onPlanChange({ feature: "aliases", apply: ({ accountId }) => Effect.asVoid(reconcilePlan(accountId)) })
 
     const sweepReservations = Effect.gen(function*() {
       const at = yield* now

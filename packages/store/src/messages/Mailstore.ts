@@ -5,7 +5,7 @@
  * would be passed. Only after that commit may ingest answer 250 (or test injection 202).
  */
 import { normalizeLocalPart } from "@burnbox/domain/aliases/index"
-import { type PlanEntitlements, type PlanOverrides, QuotaExceeded, resolveEntitlements } from "@burnbox/domain"
+import { type PlanEntitlements, QuotaExceeded, ResolvedPlan } from "@burnbox/domain"
 import { Cause, Context, Deferred, Effect, Layer, Queue, Result, Schema } from "effect"
 import { PgTypes } from "@effect/sql-pg"
 import { SqlClient } from "effect/sql"
@@ -13,7 +13,7 @@ import { BlobStore, type RawBytes, rawBytes, type StagedRaw } from "../platform/
 import { rowsDecoder } from "../platform/Rows.ts"
 import { now } from "../platform/Time.ts"
 import { SearchIndex } from "../search/SearchIndex.ts"
-import { planColumns } from "./PlanRow.ts"
+import { Entitlements } from "../plans/Entitlements.ts"
 
 export const PipelineChannel = "burnbox_pipeline"
 export const TestMessageRetentionDays = 7
@@ -116,13 +116,14 @@ export class Mailstore extends Context.Service<Mailstore, {
     const sql = yield* SqlClient.SqlClient
     const blobs = yield* BlobStore
     const search = yield* SearchIndex
+    const entitlements = yield* Entitlements
     const stores: MessageStores = { sql, blobs, search }
 
     const recipientRows = rowsDecoder(Schema.Struct({ n: Schema.Int, id: Schema.Int, account_id: Schema.Int, status: Schema.String }))
     const victimRows = rowsDecoder(DestroyedMessage)
-    const accountRows = rowsDecoder(Schema.Struct({ storage_used_bytes: Schema.Number, ...planColumns }))
+    const accountRows = rowsDecoder(Schema.Struct({ storage_used_bytes: Schema.Number, plan: ResolvedPlan }))
     const idRows = rowsDecoder(Schema.Struct({ id: Schema.Int }))
-    const LockedAccount = Schema.Struct({ id: Schema.Int, used: Schema.Number, ...planColumns })
+    const LockedAccount = Schema.Struct({ id: Schema.Int, used: Schema.Number, plan: ResolvedPlan })
     const lockedRows = rowsDecoder(LockedAccount)
     const batchAnswers = rowsDecoder(Schema.Struct({
       ids: Schema.NullOr(Schema.Array(Schema.Tuple([Schema.Int, Schema.Int]))),
@@ -201,9 +202,9 @@ export class Mailstore extends Context.Service<Mailstore, {
         const accepted: Array<Accepted> = []
         for (const delivery of input.deliveries) {
           const [account] = yield* sql`
-            SELECT a.storage_used_bytes::float8 AS storage_used_bytes, p.entitlements, a.overrides
-            FROM accounts a JOIN plans p ON p.code = a.plan WHERE a.id = ${delivery.accountId}`.pipe(Effect.flatMap(accountRows))
-          const plan = resolveEntitlements(account!.entitlements, account!.overrides)
+            SELECT a.storage_used_bytes::float8 AS storage_used_bytes, ${entitlements.column("a")} AS plan
+            FROM accounts a WHERE a.id = ${delivery.accountId}`.pipe(Effect.flatMap(accountRows))
+          const plan = account!.plan
           if (size > plan.storageQuotaBytes) {
             return yield* Effect.fail(new QuotaExceeded({ accountId: delivery.accountId, sizeBytes: size, quotaBytes: plan.storageQuotaBytes }))
           }
@@ -239,10 +240,9 @@ export class Mailstore extends Context.Service<Mailstore, {
     interface LockedAccount {
       readonly id: number
       readonly used: number
-      readonly entitlements: PlanEntitlements
-      readonly overrides: PlanOverrides
+      readonly plan: PlanEntitlements
     }
-    const quotaOf = (a: LockedAccount): AccountQuota => ({ storageUsedBytes: a.used, plan: resolveEntitlements(a.entitlements, a.overrides) })
+    const quotaOf = (a: LockedAccount): AccountQuota => ({ storageUsedBytes: a.used, plan: a.plan })
 
     /**
      * The plan of each account as last read under its lock. The set-based statement takes
@@ -296,8 +296,8 @@ export class Mailstore extends Context.Service<Mailstore, {
         }))
         const [answer] = yield* sql`
           WITH locked AS (
-            SELECT a.id, a.storage_used_bytes::float8 AS used, p.entitlements, a.overrides
-            FROM accounts a JOIN plans p ON p.code = a.plan
+            SELECT a.id, a.storage_used_bytes::float8 AS used, ${entitlements.column("a")} AS plan
+            FROM accounts a
             WHERE a.id = ANY(${accountIds}::int4[]) ORDER BY a.id FOR NO KEY UPDATE OF a
           ), input AS (
             SELECT * FROM unnest(${rows.map((_, i) => i + 1)}::int4[], ${rows.map((r) => r.n)}::int4[],
@@ -331,7 +331,7 @@ export class Mailstore extends Context.Service<Mailstore, {
             WHERE a.id = s.account_id
           )
           SELECT (SELECT json_agg(json_build_array(ord, id)) FROM ids) AS ids,
-                 (SELECT json_agg(json_build_object('id', id, 'used', used, 'entitlements', entitlements, 'overrides', overrides)) FROM locked) AS accounts,
+                 (SELECT json_agg(json_build_object('id', id, 'used', used, 'plan', plan)) FROM locked) AS accounts,
                  (SELECT count(*) FROM pg_notify(${PipelineChannel}, '')) AS notified`.pipe(Effect.flatMap(batchAnswers))
         yield* blobs.unstageRaw(staged)
         const locked = answer?.accounts ?? []
@@ -372,8 +372,8 @@ export class Mailstore extends Context.Service<Mailstore, {
       sql.withTransaction(Effect.gen(function*() {
         const accountIds = accountsOf(batch)
         const accounts = accountIds.length === 0 ? [] : yield* sql`
-          SELECT a.id, a.storage_used_bytes::float8 AS used, p.entitlements, a.overrides
-          FROM accounts a JOIN plans p ON p.code = a.plan
+          SELECT a.id, a.storage_used_bytes::float8 AS used, ${entitlements.column("a")} AS plan
+          FROM accounts a
           WHERE a.id IN ${sql.in(accountIds)} ORDER BY a.id FOR NO KEY UPDATE OF a`.pipe(Effect.flatMap(lockedRows))
         for (const a of accounts) knownPlans.set(a.id, quotaOf(a).plan)
         const staged = yield* blobs.stageRaw(batch.map((p) => p.raw))
@@ -438,5 +438,5 @@ export class Mailstore extends Context.Service<Mailstore, {
   }))
 
   /** With its own BlobStore and SearchIndex. */
-  static readonly layer = Mailstore.layerNoDeps.pipe(Layer.provide([BlobStore.layer, SearchIndex.layer]))
+  static readonly layer = Mailstore.layerNoDeps.pipe(Layer.provide([BlobStore.layer, SearchIndex.layer, Entitlements.layer]))
 }

@@ -10,9 +10,12 @@
  */
 import {
   AliasNotFound,
+  AttachmentNotFound,
+  AttachmentPreviewUnavailable,
   type BulkAction,
   type BulkMessageResult,
   BulkTagActionWithoutTag,
+  DangerousAttachmentUnconfirmed,
   type EmptyTrashResult,
   type EventAlias,
   type MessageOutcome,
@@ -21,7 +24,8 @@ import {
   PinLimitReached,
   type PlanEntitlements,
   type RemoteImagePreference,
-  resolveEntitlements,
+  StateFieldsNeedSession,
+  stateFieldsRefused,
   type TagInput,
   TagNotOwned,
   type UpdateMessageState
@@ -36,7 +40,7 @@ import { SearchIndex } from "../search/SearchIndex.ts"
 import { MailboxAccess, type MailboxUse, roleAllows } from "../sharing/MailboxAccess.ts"
 import { destroyMessages, type MessageStores } from "./Mailstore.ts"
 import { senderAddressOf } from "./Messages.ts"
-import { planColumns } from "./PlanRow.ts"
+import { Entitlements } from "../plans/Entitlements.ts"
 import { appendEvent } from "../webhooks/Outbox.ts"
 import { now } from "../platform/Time.ts"
 
@@ -99,19 +103,28 @@ const flagOfAction: Partial<Record<BulkAction, Flags>> = {
 }
 
 export class MessageActions extends Context.Service<MessageActions, {
-  readonly updateState: (accountId: number, id: number, patch: UpdateMessageState) =>
-    Effect.Effect<MessageState, MessageNotFound | PinLimitReached | TagNotOwned>
+  /**
+   * PATCH /messages/{id}: the caller's own marks and tags on a message it may read. A bearer
+   * caller changes only isRead (spec 4.5); sessions change them all.
+   */
+  readonly updateState: (accountId: number, id: number, patch: UpdateMessageState, caller?: "bearer" | "session") =>
+    Effect.Effect<MessageState, MessageNotFound | PinLimitReached | TagNotOwned | StateFieldsNeedSession>
   readonly bulk: (accountId: number, input: { readonly ids: ReadonlyArray<number>; readonly action: BulkAction; readonly tagId?: number | undefined }) =>
     Effect.Effect<BulkMessageResult, MessageNotFound | PinLimitReached | TagNotOwned | BulkTagActionWithoutTag>
   /** DELETE /messages/{id}: to the trash when the owner's plan has one, else (or with `permanent`) destroyed. */
   readonly remove: (accountId: number, id: number, permanent: boolean) => Effect.Effect<void, MessageNotFound>
   readonly restore: (accountId: number, id: number) => Effect.Effect<void, MessageNotFound>
   readonly emptyTrash: (accountId: number, aliasId: number | undefined) => Effect.Effect<EmptyTrashResult, AliasNotFound>
-  /** The sanitized HTML, or undefined when the message is not the caller's or has no HTML. */
-  readonly html: (accountId: number, id: number, remote: boolean) => Effect.Effect<HtmlBody | undefined>
+  /** The sanitized HTML; MessageNotFound when the message is not the caller's or has no HTML. */
+  readonly html: (accountId: number, id: number, remote: boolean) => Effect.Effect<HtmlBody, MessageNotFound>
   readonly setRemoteImagePreference: (accountId: number, id: number, alwaysLoad: boolean) =>
     Effect.Effect<RemoteImagePreference, MessageNotFound>
-  readonly attachment: (accountId: number, messageId: number, attachmentId: number) => Effect.Effect<AttachmentBody | undefined>
+  /** An attachment to download; a dangerous one only when the request `confirmed` it (spec 4.5: confirm=1). */
+  readonly attachment: (accountId: number, messageId: number, attachmentId: number, confirmed: boolean) =>
+    Effect.Effect<AttachmentBody, AttachmentNotFound | DangerousAttachmentUnconfirmed>
+  /** An attachment shown inline: an image of a previewable type that is not dangerous. */
+  readonly attachmentPreview: (accountId: number, messageId: number, attachmentId: number) =>
+    Effect.Effect<AttachmentBody, AttachmentPreviewUnavailable>
 }>()("burnbox/MessageActions") {
   /** Needs BlobStore, SearchIndex and MailboxAccess besides the SQL client and the config. */
   static readonly layerNoDeps = Layer.effect(MessageActions, Effect.gen(function*() {
@@ -120,9 +133,9 @@ export class MessageActions extends Context.Service<MessageActions, {
     const blobs = yield* BlobStore
     const search = yield* SearchIndex
     const access = yield* MailboxAccess
+    const entitlements = yield* Entitlements
     const stores: MessageStores = { sql, blobs, search }
 
-    const planRows = rowsDecoder(Schema.Struct(planColumns))
     const targetRows = rowsDecoder(Target)
     const countRows = rowsDecoder(CountRow)
     const tagRows = rowsDecoder(TagRow)
@@ -138,13 +151,7 @@ export class MessageActions extends Context.Service<MessageActions, {
     const senderRows = rowsDecoder(Schema.Struct(senderColumns))
 
     /** Locks the account row and answers its resolved plan. */
-    const lockAccount = (accountId: number) =>
-      sql`
-        SELECT p.entitlements, a.overrides FROM accounts a JOIN plans p ON p.code = a.plan
-        WHERE a.id = ${accountId} FOR NO KEY UPDATE OF a`.pipe(
-        Effect.flatMap(planRows),
-        Effect.map(([row]) => resolveEntitlements(row!.entitlements, row!.overrides))
-      )
+    const lockAccount = entitlements.lock
 
     /** Locks the messages among `ids` in mailboxes the caller may use so, in id order. */
     const lockTargets = (accountId: number, ids: ReadonlyArray<number>, use: MailboxUse) =>
@@ -227,7 +234,14 @@ export class MessageActions extends Context.Service<MessageActions, {
         SELECT t.id, t.name, t.color FROM message_tags mt JOIN tags t ON t.id = mt.tag_id
         WHERE mt.account_id = ${accountId} AND mt.message_id = ${id} ORDER BY t.name_key, t.id`.pipe(Effect.flatMap(tagRows))
 
-    const updateState = Effect.fn("MessageActions.updateState")(function*(accountId: number, id: number, patch: UpdateMessageState) {
+    const updateState = Effect.fn("MessageActions.updateState")(function*(
+      accountId: number,
+      id: number,
+      patch: UpdateMessageState,
+      caller: "bearer" | "session" = "session"
+    ) {
+      const refused = stateFieldsRefused(caller, patch)
+      if (refused.length > 0) return yield* Effect.fail(new StateFieldsNeedSession({ fields: refused }))
       return yield* sql.withTransaction(Effect.gen(function*() {
         const plan = yield* lockAccount(accountId)
         const [target] = yield* lockTargets(accountId, [id], "read")
@@ -419,7 +433,7 @@ export class MessageActions extends Context.Service<MessageActions, {
                     THEN html_original END AS html_original
         FROM messages
         WHERE id = ${id} AND ${access.mailboxes(accountId, "read")}`.pipe(Effect.flatMap(htmlRows), Effect.orDie)
-      if (row === undefined || row.html_sanitized === null) return undefined
+      if (row === undefined || row.html_sanitized === null) return yield* Effect.fail(notFound(id))
       const allow = remote || (yield* preferenceOf(accountId, senderAddressOf(row).toLowerCase()).pipe(Effect.orDie))
       if (!allow) return { html: row.html_sanitized, remoteImagesAllowed: false }
       // Without remote images, loading them changes nothing in the rendering.
@@ -447,23 +461,34 @@ export class MessageActions extends Context.Service<MessageActions, {
       return { sender, alwaysLoad } satisfies RemoteImagePreference
     })
 
-    const attachment = Effect.fn("MessageActions.attachment")(function*(accountId: number, messageId: number, attachmentId: number) {
-      const found = yield* blobs.attachment(messageId, attachmentId, access.mailboxes(accountId, "read", "m"))
-      return Option.match(found, {
-        onNone: () => undefined,
-        onSome: (row): AttachmentBody => ({
+    const readAttachment = (accountId: number, messageId: number, attachmentId: number) =>
+      blobs.attachment(messageId, attachmentId, access.mailboxes(accountId, "read", "m")).pipe(
+        Effect.map(Option.map((row): AttachmentBody => ({
           filename: row.filename,
           mimeType: row.mime_type,
           dangerous: row.dangerous,
           previewable: row.previewable,
           content: row.content
-        })
-      })
+        })))
+      )
+    const attachment = Effect.fn("MessageActions.attachment")(function*(accountId: number, messageId: number, attachmentId: number, confirmed: boolean) {
+      const found = yield* readAttachment(accountId, messageId, attachmentId)
+      if (Option.isNone(found)) return yield* Effect.fail(new AttachmentNotFound({ messageId, attachmentId }))
+      if (found.value.dangerous && !confirmed) return yield* Effect.fail(new DangerousAttachmentUnconfirmed({ attachmentId }))
+      return found.value
+    })
+    const attachmentPreview = Effect.fn("MessageActions.attachmentPreview")(function*(accountId: number, messageId: number, attachmentId: number) {
+      const found = yield* readAttachment(accountId, messageId, attachmentId)
+      // Dangerous or unsupported types have no preview (spec 7, 404).
+      if (Option.isNone(found) || found.value.dangerous || !found.value.previewable) {
+        return yield* Effect.fail(new AttachmentPreviewUnavailable({ attachmentId }))
+      }
+      return found.value
     })
 
-    return MessageActions.of({ updateState, bulk, remove, restore, emptyTrash, html, setRemoteImagePreference, attachment })
+    return MessageActions.of({ updateState, bulk, remove, restore, emptyTrash, html, setRemoteImagePreference, attachment, attachmentPreview })
   }))
 
-  /** With its own BlobStore, SearchIndex and MailboxAccess (each built once however many services ask for it). */
-  static readonly layer = MessageActions.layerNoDeps.pipe(Layer.provide([BlobStore.layer, SearchIndex.layer, MailboxAccess.layer]))
+  /** With its own BlobStore, SearchIndex, MailboxAccess and Entitlements (each built once however many services ask for it). */
+  static readonly layer = MessageActions.layerNoDeps.pipe(Layer.provide([BlobStore.layer, SearchIndex.layer, MailboxAccess.layer, Entitlements.layer]))
 }

@@ -9,7 +9,7 @@
  * client that goes away interrupts the request and so unsubscribes. `release` (the server shutting
  * down) makes every wait answer what it last read, and any later one answer at once.
  */
-import type { InvalidCursor, MessageDetail, MessagePage, SearchQueryError } from "@burnbox/domain"
+import type { InvalidCursor, MessageDetail, MessageNotFound, MessagePage, SearchQueryError } from "@burnbox/domain"
 import { Context, Deferred, Duration, Effect, Layer, Queue } from "effect"
 import { type EventTest, Realtime } from "../realtime/Realtime.ts"
 import { MailboxAccess } from "../sharing/MailboxAccess.ts"
@@ -53,7 +53,7 @@ export class MessageWaits extends Context.Service<MessageWaits, {
   /** GET /messages?wait: the page, held while no message of it has left the pipeline. */
   readonly list: (accountId: number, page: ListPage, wait: Duration.Input) => Effect.Effect<MessagePage, InvalidCursor | SearchQueryError>
   /** GET /messages/{id}?wait: the detail, held while the message is `stub` or `processing`. */
-  readonly detail: (accountId: number, id: number, baseUrl: string, wait: Duration.Input) => Effect.Effect<MessageDetail | undefined>
+  readonly detail: (accountId: number, id: number, baseUrl: string, wait: Duration.Input) => Effect.Effect<MessageDetail, MessageNotFound>
   /** Every wait answers now with what it has, and any later one at once (shutdown). */
   readonly release: Effect.Effect<void>
 }>()("burnbox/MessageWaits") {
@@ -89,7 +89,8 @@ export class MessageWaits extends Context.Service<MessageWaits, {
         accountId,
         (event) => event.messageId === id,
         messages.detail(accountId, id, baseUrl),
-        (answer) => answer === undefined || finished(answer.processingStatus),
+        // A message the caller may not read fails the read at once: nothing to wait for.
+        (answer) => finished(answer.processingStatus),
         wait
       )
     })

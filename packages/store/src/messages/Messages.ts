@@ -1,5 +1,5 @@
 /** Reading messages as their reader sees them (spec 2.10, 2.11). */
-import { InvalidCursor, type MessageDetail, type MessagePage, type MessageSummary, ProcessingStatus, type SearchQueryError } from "@burnbox/domain"
+import { InvalidCursor, type MessageDetail, MessageNotFound, type MessagePage, type MessageSummary, ProcessingStatus, type SearchQueryError } from "@burnbox/domain"
 import { UNKNOWN_SENDER_ADDRESS } from "@burnbox/domain/mail/index"
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient, SqlSchema, type Statement } from "effect/sql"
@@ -109,8 +109,10 @@ const summaryColumns = `m.id, m.source, m.alias_id, m.sender_name, m.sender_addr
 export type ListPage = ListFilters & { readonly cursor?: string; readonly limit?: number; readonly tail?: boolean }
 
 export class Messages extends Context.Service<Messages, {
-  readonly detail: (accountId: number, id: number, baseUrl: string) => Effect.Effect<MessageDetail | undefined>
-  readonly raw: (accountId: number, id: number) => Effect.Effect<Uint8Array | undefined>
+  /** A message the caller may read; MessageNotFound for a stranger's, a destroyed or a missing one. */
+  readonly detail: (accountId: number, id: number, baseUrl: string) => Effect.Effect<MessageDetail, MessageNotFound>
+  /** The original bytes of a message the caller may read. */
+  readonly raw: (accountId: number, id: number) => Effect.Effect<Uint8Array, MessageNotFound>
   readonly list: (accountId: number, filters: ListPage) => Effect.Effect<MessagePage, InvalidCursor | SearchQueryError>
 }>()("burnbox/Messages") {
   /** Needs BlobStore, SearchIndex and MailboxAccess besides the SQL client and the keyring. */
@@ -225,7 +227,7 @@ export class Messages extends Context.Service<Messages, {
         LEFT JOIN message_states s ON s.message_id = m.id AND s.account_id = ${accountId}
         WHERE m.id = ${id} AND ${access.mailboxes(accountId, "read", "m")}`.pipe(Effect.flatMap(detailRows), Effect.orDie)
       const row = rows[0]
-      if (row === undefined) return undefined
+      if (row === undefined) return yield* Effect.fail(new MessageNotFound({ messageId: id }))
       const [attachments, alwaysLoad] = yield* Effect.all([
         blobs.attachments(id),
         preferenceOf({ accountId, sender: senderAddressOf(row).toLowerCase() }).pipe(
@@ -256,7 +258,9 @@ export class Messages extends Context.Service<Messages, {
     })
 
     const raw = (accountId: number, id: number) =>
-      blobs.readRaw(id, { reachable: access.mailboxes(accountId, "read", "m") }).pipe(Effect.map(Option.getOrUndefined))
+      blobs.readRaw(id, { reachable: access.mailboxes(accountId, "read", "m") }).pipe(
+        Effect.flatMap(Option.match({ onNone: () => Effect.fail(new MessageNotFound({ messageId: id })), onSome: Effect.succeed }))
+      )
 
     return Messages.of({ detail, raw, list })
   }))

@@ -1,11 +1,12 @@
 import {
   ApiToken,
+  type FeatureNotInPlan,
   MaxActiveTokens,
-  PlanEntitlements,
-  PlanOverrides,
-  resolveEntitlements,
+  ResolvedPlan,
   Scope,
+  TokenExpiryNotInFuture,
   TokenLimitReached,
+  TokenNotFound,
   TokenPrefix,
   TokenStatus
 } from "@burnbox/domain"
@@ -15,6 +16,7 @@ import { fingerprint, Keyring, randomSecret } from "../platform/Keyring.ts"
 import { IsoFromDate } from "../platform/Rows.ts"
 import { now } from "../platform/Time.ts"
 import { pgJson } from "../platform/PgText.ts"
+import { Entitlements } from "../plans/Entitlements.ts"
 
 export interface TokenGrant {
   readonly id: number
@@ -49,22 +51,18 @@ const GrantRecord = Schema.Struct({
   scopes: Schema.Array(Scope),
   status: TokenStatus,
   expires_at: Schema.NullOr(Schema.Date),
-  entitlements: PlanEntitlements,
-  overrides: PlanOverrides
+  plan: ResolvedPlan
 })
 
-const toGrant = (record: typeof GrantRecord.Type): TokenGrant => {
-  const entitlements = resolveEntitlements(record.entitlements, record.overrides)
-  return {
-    id: record.id,
-    accountId: record.account_id,
-    scopes: record.scopes,
-    status: record.status,
-    expiresAt: record.expires_at,
-    requestsPerMinute: entitlements.requestsPerMinute,
-    requestsPerDay: entitlements.requestsPerDay
-  }
-}
+const toGrant = (record: typeof GrantRecord.Type): TokenGrant => ({
+  id: record.id,
+  accountId: record.account_id,
+  scopes: record.scopes,
+  status: record.status,
+  expiresAt: record.expires_at,
+  requestsPerMinute: record.plan.requestsPerMinute,
+  requestsPerDay: record.plan.requestsPerDay
+})
 
 const NewToken = Schema.Struct({
   accountId: Schema.Int,
@@ -79,17 +77,29 @@ const NewToken = Schema.Struct({
 /** How stale `lastUsedAt` may get: one write per token per minute at most, off the hot path. */
 const LastUsedResolutionMs = 60_000
 
+/** What an account asks for when it creates a token (decisions.md, POST /tokens). */
+export interface NewTokenRequest {
+  readonly name: string
+  readonly scopes: ReadonlyArray<Scope>
+  /** An ISO date-time in the future, or none for a token that does not expire. */
+  readonly expiresAt?: string | null | undefined
+}
+
+export type CreatedSecretToken = { readonly token: ApiToken; readonly secret: Redacted.Redacted<string> }
+
 export class Tokens extends Context.Service<Tokens, {
-  /** Creates a token; the secret is returned once and stored only as a keyed digest. */
-  readonly create: (input: {
-    accountId: number
-    name: string
-    scopes: ReadonlyArray<Scope>
-    expiresAt: Date | null
-    limit: number
-  }) => Effect.Effect<{ token: ApiToken; secret: Redacted.Redacted<string> }, TokenLimitReached>
+  /**
+   * An account creates a token (POST /tokens): its plan needs developer access, at most its
+   * plan's `apiTokenCount` (and never more than ten) may be active, an expiry lies in the future.
+   * The secret is returned once and stored only as a keyed digest.
+   */
+  readonly create: (accountId: number, request: NewTokenRequest) =>
+    Effect.Effect<CreatedSecretToken, FeatureNotInPlan | TokenLimitReached | TokenExpiryNotInFuture>
+  /** An operator issues a token (`burnbox admin token create`): on any plan, within the ten-active rule; it does not expire. */
+  readonly issue: (accountId: number, request: { readonly name: string; readonly scopes: ReadonlyArray<Scope> }) =>
+    Effect.Effect<CreatedSecretToken, TokenLimitReached>
   readonly list: (accountId: number) => Effect.Effect<ReadonlyArray<ApiToken>>
-  readonly revoke: (accountId: number, id: number) => Effect.Effect<boolean>
+  readonly revoke: (accountId: number, id: number) => Effect.Effect<void, TokenNotFound>
   readonly resolve: (secret: Redacted.Redacted<string>) => Effect.Effect<TokenGrant | undefined>
   readonly touch: (id: number) => Effect.Effect<void>
   /** The grant `resolve` would answer from this process's cache at `atMs`, without waiting; undefined when it would read the database or the token is unknown. */
@@ -102,6 +112,7 @@ export class Tokens extends Context.Service<Tokens, {
   static readonly layer = Layer.effect(Tokens, Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const keyring = yield* Keyring
+    const entitlements = yield* Entitlements
     const digest = (secret: string) => keyring.digest("api-token", secret)
     const touchedAt = new Map<number, number>()
     const cache = new Map<string, { grant: TokenGrant | undefined; until: number }>()
@@ -147,20 +158,22 @@ export class Tokens extends Context.Service<Tokens, {
       Result: GrantRecord,
       execute: (digested) =>
         sql`
-            SELECT t.id, t.account_id, t.scopes, t.status, t.expires_at, p.entitlements, a.overrides
-            FROM api_tokens t JOIN accounts a ON a.id = t.account_id JOIN plans p ON p.code = a.plan
+            SELECT t.id, t.account_id, t.scopes, t.status, t.expires_at, ${entitlements.column("a")} AS plan
+            FROM api_tokens t JOIN accounts a ON a.id = t.account_id
             WHERE t.digest = ${digested}`
     })
 
-    const create = Effect.fn("Tokens.create")(function*(input: {
+    /** Creates a token within `limit` active ones (never more than ten). */
+    const insertWithin = Effect.fnUntraced(function*(input: {
       accountId: number
       name: string
       scopes: ReadonlyArray<Scope>
       expiresAt: Date | null
       limit: number
+      createdAt: Date
     }) {
       const secret = TokenPrefix + randomSecret(32)
-      const createdAt = yield* now
+      const createdAt = input.createdAt
       const limit = Math.min(MaxActiveTokens, input.limit)
       const inserted = yield* sql.withTransaction(Effect.gen(function*() {
         // Serialise token creation per account so two requests cannot both take the tenth place.
@@ -178,21 +191,43 @@ export class Tokens extends Context.Service<Tokens, {
         })
       })).pipe(Effect.orDie)
       if (inserted === undefined) return yield* Effect.fail(new TokenLimitReached({ limit }))
-      return { token: inserted, secret: Redacted.make(secret) }
+      return { token: inserted, secret: Redacted.make(secret) } as CreatedSecretToken
     })
+
+    const create = Effect.fn("Tokens.create")(function*(accountId: number, request: NewTokenRequest) {
+      const plan = yield* entitlements.require(accountId, "developerAccess")
+      const createdAt = yield* now
+      const expiresAt = request.expiresAt === undefined || request.expiresAt === null ? null : new Date(request.expiresAt)
+      if (expiresAt !== null && (Number.isNaN(expiresAt.getTime()) || expiresAt <= createdAt)) {
+        return yield* Effect.fail(new TokenExpiryNotInFuture({ expiresAt: request.expiresAt! }))
+      }
+      return yield* insertWithin({ accountId, name: request.name, scopes: request.scopes, expiresAt, limit: plan.apiTokenCount, createdAt })
+    })
+
+    const issue = Effect.fn("Tokens.issue")(function*(accountId: number, request: { readonly name: string; readonly scopes: ReadonlyArray<Scope> }) {
+      return yield* insertWithin({ accountId, name: request.name, scopes: request.scopes, expiresAt: null, limit: MaxActiveTokens, createdAt: yield* now })
+    })
+
+    const setSuspended = (accountId: number, suspended: boolean) =>
+      Effect.sync(() => forgetAccount(accountId)).pipe(Effect.andThen(suspended
+        ? sql`UPDATE api_tokens SET status = 'suspended' WHERE account_id = ${accountId} AND status = 'active'`
+        : sql`UPDATE api_tokens SET status = 'active' WHERE account_id = ${accountId} AND status = 'suspended'`
+      ), Effect.orDie, Effect.asVoid)
+    // A plan change: bearer tokens follow developer access (spec 5.2: suspended, not deleted, when Pro access ends).
+    yield* entitlements.onPlanChange({ feature: "tokens", apply: ({ accountId, after }) => setSuspended(accountId, !after.developerAccess) })
 
     return Tokens.of({
       create,
+      issue,
       list: (accountId) => ofAccount(accountId).pipe(Effect.orDie),
-      revoke: (accountId, id) =>
-        Effect.gen(function*() {
-          forgetAccount(accountId)
-          const at = yield* now
-          const rows = yield* sql`
-            UPDATE api_tokens SET status = 'revoked', revoked_at = coalesce(revoked_at, ${at})
-            WHERE account_id = ${accountId} AND id = ${id} RETURNING id`.pipe(Effect.orDie)
-          return rows.length > 0
-        }),
+      revoke: Effect.fn("Tokens.revoke")(function*(accountId: number, id: number) {
+        forgetAccount(accountId)
+        const at = yield* now
+        const rows = yield* sql`
+          UPDATE api_tokens SET status = 'revoked', revoked_at = coalesce(revoked_at, ${at})
+          WHERE account_id = ${accountId} AND id = ${id} RETURNING id`.pipe(Effect.orDie)
+        if (rows.length === 0) return yield* Effect.fail(new TokenNotFound({ tokenId: id }))
+      }),
       resolve: (secret) =>
         Effect.gen(function*() {
           const key = fingerprint(Redacted.value(secret))
@@ -214,11 +249,7 @@ export class Tokens extends Context.Service<Tokens, {
         }),
       cachedGrant: (secret, atMs) => fromCache(fingerprint(secret), atMs)?.grant,
       touchDue,
-      setSuspended: (accountId, suspended) =>
-        Effect.sync(() => forgetAccount(accountId)).pipe(Effect.andThen(suspended
-          ? sql`UPDATE api_tokens SET status = 'suspended' WHERE account_id = ${accountId} AND status = 'active'`
-          : sql`UPDATE api_tokens SET status = 'active' WHERE account_id = ${accountId} AND status = 'suspended'`
-        ), Effect.orDie, Effect.asVoid)
+      setSuspended
     })
   }))
 }

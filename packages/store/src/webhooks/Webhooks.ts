@@ -35,6 +35,7 @@ import { checkTarget } from "../platform/OutboundHttp.ts"
 import { pgJson } from "../platform/PgText.ts"
 import { CountRow, IntFromInt8, IsoFromDate } from "../platform/Rows.ts"
 import { now } from "../platform/Time.ts"
+import { Entitlements } from "../plans/Entitlements.ts"
 
 // ---------------------------------------------------------------------------------------------
 // Endpoint secrets at rest
@@ -188,7 +189,10 @@ export const WebhookTestMessage = "This is a test event from burnbox."
 
 export class Webhooks extends Context.Service<Webhooks, {
   readonly list: (accountId: number) => Effect.Effect<ReadonlyArray<Webhook>>
-  readonly create: (accountId: number, input: CreateWebhook, limit: number) =>
+  /** The account's endpoints and its plan's maximum of them (GET /webhooks, spec 2.21 WebhookList). */
+  readonly listWithLimit: (accountId: number) => Effect.Effect<{ readonly items: ReadonlyArray<Webhook>; readonly limit: number }>
+  /** A new endpoint, within the plan's `webhookCount`; its secret is returned once. */
+  readonly create: (accountId: number, input: CreateWebhook) =>
     Effect.Effect<{ webhook: Webhook; secret: Redacted.Redacted<string> }, WebhookLimitReached | WebhookUrlRefused>
   readonly update: (accountId: number, id: number, input: UpdateWebhook) => Effect.Effect<Webhook, WebhookNotFound | WebhookUrlRefused>
   readonly remove: (accountId: number, id: number) => Effect.Effect<void, WebhookNotFound>
@@ -204,6 +208,7 @@ export class Webhooks extends Context.Service<Webhooks, {
   static readonly layer = Layer.effect(Webhooks, Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const config = yield* BurnboxConfig
+    const entitlements = yield* Entitlements
 
     const ownedRow = SqlSchema.findOneOption({
       Request: Schema.Struct({ accountId: Schema.Int, id: Schema.Int, lock: Schema.Boolean }),
@@ -266,13 +271,14 @@ export class Webhooks extends Context.Service<Webhooks, {
           RETURNING *`
     })
 
-    const create = Effect.fn("Webhooks.create")(function*(accountId: number, input: CreateWebhook, limit: number) {
+    const create = Effect.fn("Webhooks.create")(function*(accountId: number, input: CreateWebhook) {
       const url = yield* validateUrl(input.url)
       const at = yield* now
       const secret = Redacted.make(generateEndpointSecret())
+      let limit = 0
       const row = yield* sql.withTransaction(Effect.gen(function*() {
         // Serialise creations per account so the count cannot be raced past the limit.
-        yield* sql`SELECT id FROM accounts WHERE id = ${accountId} FOR NO KEY UPDATE`
+        limit = (yield* entitlements.lock(accountId)).webhookCount
         const count = yield* countOf(accountId)
         if (count.n >= limit) return undefined
         return yield* insert({
@@ -481,6 +487,11 @@ export class Webhooks extends Context.Service<Webhooks, {
       })).pipe(Effect.catchTag("SqlError", Effect.die))
     })
 
-    return Webhooks.of({ list, create, update, remove, rotateSecret, deliveries, queueTest, redeliver })
+    const listWithLimit = Effect.fn("Webhooks.listWithLimit")(function*(accountId: number) {
+      const [items, plan] = yield* Effect.all([list(accountId), entitlements.of(accountId)], { concurrency: 2 })
+      return { items, limit: plan.webhookCount }
+    })
+
+    return Webhooks.of({ list, listWithLimit, create, update, remove, rotateSecret, deliveries, queueTest, redeliver })
   }))
 }
