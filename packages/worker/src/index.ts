@@ -1,7 +1,7 @@
 /**
  * @burnbox/worker: the background work of burnbox.
  *
- * Folders by feature: `pipeline/` (parse -> rules -> index -> realtime -> webhook, mail
+ * Folders by feature: `pipeline/` (parse -> index -> realtime -> webhook, the rules step to come; mail
  * authentication and its DNS, the mail worker threads that parse and analyze), `webhooks/` (delivery: dispatch, attempts, retries, purge).
  * `Worker.ts` holds the scheduled jobs (alias timers, retention, maintenance) and the one wired
  * layer, `WorkerLive` (pipeline + delivery + scheduled jobs, with the real DNS), which needs

@@ -1,5 +1,6 @@
 /**
- * The message pipeline: parse -> rules -> index -> realtime -> webhook, then `processed`.
+ * The message pipeline: parse -> index -> realtime -> webhook, then `processed` (the contract's
+ * rules step, between parse and index, comes with mail rules: there are none yet).
  * Each worker process keeps up to `InFlight` messages in work at once (claimed and not yet
  * stored), processed concurrently so DNS waits overlap. It claims `stub` rows (and `processing`
  * rows whose worker vanished) with FOR UPDATE SKIP LOCKED, `ClaimBatchSize` at a time, as soon as
