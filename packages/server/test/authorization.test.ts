@@ -14,6 +14,8 @@ interface Operation {
   readonly method: string
   readonly path: string
   readonly scope: string
+  /** The path as the served OpenAPI document names it, `/api/v1/tags/{id}`. */
+  readonly template: string
 }
 
 const operations: ReadonlyArray<Operation> = Object.values(BurnboxApi.groups).flatMap((group) =>
@@ -23,7 +25,8 @@ const operations: ReadonlyArray<Operation> = Object.values(BurnboxApi.groups).fl
       name: `${group.identifier}.${endpoint.identifier}`,
       method: endpoint.method,
       path: endpoint.path.replace("/api/v1", ""),
-      scope: access.scope
+      scope: access.scope,
+      template: endpoint.path.replace(/:([A-Za-z]+)/g, "{$1}")
     }]
   })
 )
@@ -48,6 +51,14 @@ let stranger: Session
 let tokens: Record<string, string>
 let revoked: string
 let tagId: number
+let doc: { readonly paths: Readonly<Record<string, Readonly<Record<string, { readonly responses: Readonly<Record<string, unknown>> }>>>> }
+
+/** The statuses the served OpenAPI document declares for an operation: its success and its refusals. */
+const declaredStatuses = (op: Operation): ReadonlyArray<number> => {
+  const responses = doc.paths[op.template]?.[op.method.toLowerCase()]?.responses
+  if (responses === undefined) throw new Error(`${op.method} ${op.template} is not in the served document`)
+  return Object.keys(responses).map(Number)
+}
 
 beforeAll(async () => {
   h = await startHarness()
@@ -61,6 +72,7 @@ beforeAll(async () => {
   expect((await h.request(`/tokens/${revokedId}`, { method: "DELETE", session: owner })).status).toBe(204)
   const tag = await h.request<{ id: number }>("/tags", { method: "POST", session: owner, body: { name: "owner-tag" } })
   tagId = tag.body.id
+  doc = (await h.request("/api/v1/openapi.json")).body
 })
 afterAll(() => h.close())
 
@@ -119,9 +131,13 @@ describe("every authenticated endpoint", () => {
           expect(answer.headers.get("www-authenticate")).toContain(`scope="${op.scope}"`)
         })
 
-        it("with a token holding the scope: past authentication (neither 401 nor 403)", async () => {
+        it("with a token holding the scope: past authentication, its own success or a refusal it declares (never 401, 403 or 5xx)", async () => {
           const answer = await call(op, { token: tokens[op.scope]! })
           expect([401, 403], answer.text).not.toContain(answer.status)
+          expect(answer.status, answer.text).toBeLessThan(500)
+          expect(declaredStatuses(op), `${answer.status} ${answer.text}`).toContain(answer.status)
+          // A refusal is a Problem the operation declares, not an error page.
+          if (answer.status >= 400) expectProblem(answer, answer.status, answer.body?.error?.code)
         })
       }
 
