@@ -54,7 +54,7 @@ const until = async (what: string, test: () => Promise<boolean>, ms = 10_000) =>
     await new Promise((resolve) => setTimeout(resolve, 10))
   }
 }
-const subscriptions = (n: number) => until(`${n} subscriptions`, async () => (await h.realtimeSubscriptions()) === n)
+const subscriptions = (n: number) => h.untilRealtimeSubscriptions(n)
 
 /** Far past what answering an event costs a correct service on a busy machine, far short of a wait's 30 s deadline. */
 const GenerousMs = 10_000
@@ -266,7 +266,7 @@ describe("waiting requests and the process", () => {
     const alias = await claimAlias(other, { session })
     const answer = fetch(`${other.baseUrl}/messages?alias=${alias.id}&wait=120`, { headers: { authorization: `Bearer ${secret}` } })
       .then(async (response) => ({ status: response.status, body: await response.json() }))
-    await until("waiting", async () => (await other.realtimeSubscriptions()) === 1)
+    await other.untilRealtimeSubscriptions(1)
     const started = performance.now()
     await other.close()
     expect(await answer).toEqual({ status: 200, body: { items: [], nextCursor: null, total: 0 } })
