@@ -2,7 +2,9 @@
  * The authorization matrix of every authenticated endpoint, generated from the contract's
  * own endpoint table so a new endpoint cannot be forgotten: no credentials, a garbage
  * token, a revoked token, a missing scope, a bearer on a Session-only operation, a cookie
- * without CSRF, and another account's resource.
+ * without CSRF, and another account's resource. A token holding the scope gets past
+ * authentication to the operation's own success or a refusal the served OpenAPI document
+ * declares for it, in the Problem shape; never a 5xx. Every path parameter names the owner's tag.
  */
 import { Access, BurnboxApi } from "@burnbox/domain"
 import { expectProblem, type Harness, type Session, startHarness } from "@burnbox/testkit"
@@ -77,7 +79,7 @@ beforeAll(async () => {
 afterAll(() => h.close())
 
 const call = (op: Operation, options: Parameters<Harness["request"]>[1] = {}) =>
-  h.request(op.path.replace(":id", String(tagId)), {
+  h.request(op.path.replace(/:[A-Za-z]+/g, String(tagId)), {
     method: op.method,
     ...(sampleBodies[op.name] === undefined ? {} : { body: sampleBodies[op.name] }),
     ...options
