@@ -5,10 +5,10 @@
  * past the limits (domain mail/limits.ts) is never walked by the sanitizer's parser. Sent over
  * SMTP to the real ingest and pipeline, each hostile message ends processed or failed within its
  * allowance, its raw bytes kept, readable and counted toward storage; meanwhile GET /me and the
- * SMTP greeting keep answering and ordinary mail overtakes the slowest hostile message. HTML past the limits is
- * processed and rendered as text; only unparsable MIME fails. A message past its allowance fails
- * with a readable reason; one that exhausts its thread's heap fails and the service goes on; a
- * claim retried after crashes gives up after MaxAttempts.
+ * SMTP greeting keep answering and ordinary mail overtakes the slowest hostile message. HTML past
+ * the limits is processed and rendered as text; only unparsable MIME fails. A message past its
+ * allowance fails with a readable reason; one that exhausts its thread's heap fails and the
+ * service goes on; a claim retried after crashes gives up after MaxAttempts.
  *
  * No stopwatch bound here but the generous one (10 s, far past any answer of a correct service
  * on a busy machine, far short of the event loop held for a hostile message: 56 s in issue #15).
