@@ -181,7 +181,16 @@ const figure = (values: ReadonlyArray<number>) =>
 
 // ---------------------------------------------------------------------------------------------
 
-describe("hostile mail at the default allowance (5 s per message)", () => {
+/**
+ * A generous allowance: at the default (5 s of a thread's CPU, at most 15 s of wall time) a machine
+ * busy several times over its cores fails the largest of these messages by time (seen: 100,000
+ * links, 17 s from its 250 at a load average of 10 on 2 cores), which says nothing of the code.
+ * What a message costs is bench:hostile's and bench:html-limits' figure; a refusal by time is the
+ * poison's below (and mail-workers.test.ts').
+ */
+const GenerousAllowanceMs = 20_000
+
+describe("hostile mail one at a time, at a generous allowance", () => {
   let h: Harness
   let owner: Session
   let token: string
@@ -194,7 +203,7 @@ describe("hostile mail at the default allowance (5 s per message)", () => {
   let rssMax = 0
 
   beforeAll(async () => {
-    h = await startHarness({}, undefined, { seed: 1515 })
+    h = await startHarness({}, undefined, { seed: 1515, mailWork: { timeoutMs: GenerousAllowanceMs } })
     ;({ owner, token } = await signupUnlimited(h))
     const alias = await claimAlias(h, { session: owner })
     // Built before the clock starts: the client shares the service's event loop.
@@ -207,7 +216,7 @@ describe("hostile mail at the default allowance (5 s per message)", () => {
     // One at a time, so each one's time from its 250 is its own work, not a wait for a thread.
     for (const { mail, stuffed } of mails) {
       const { acceptedAt, id } = await send(h, alias.address, stuffed, true)
-      const { settledAt, rows } = await settle(h, [id], 30_000)
+      const { settledAt, rows } = await settle(h, [id], 3 * GenerousAllowanceMs + 30_000)
       results.push({ mail, id, acceptedAt, settledAt: settledAt.get(id), tookMs: (settledAt.get(id) ?? Number.POSITIVE_INFINITY) - acceptedAt, row: rows.get(id) })
     }
     await Promise.all([meRun.stop(), greetingRun.stop(), ordinaryRun.stop()])
@@ -233,7 +242,7 @@ describe("hostile mail at the default allowance (5 s per message)", () => {
     expect(results.length).toBe(12)
     for (const { mail, row, settledAt } of results) {
       expect(["processed", "failed"], mail.name).toContain(row?.processing_status)
-      // Settled within settle's 30 s, far past its 5 s allowance; past the allowance it fails saying so.
+      // Settled before settle's deadline, past its allowance's longest wall time.
       expect(settledAt, mail.name).toBeDefined()
     }
   })
