@@ -664,7 +664,8 @@ describe("extractOtpCodes", () => {
   it("stays linear on a long unbroken string", () => {
     const started = performance.now()
     expect(extractOtpCodes("a".repeat(200_000) + " 4321")).toEqual(["4321"])
-    expect(performance.now() - started).toBeLessThan(1_000)
+    // Generous: quadratic work over 200,000 characters takes tens of seconds, a busy machine seconds.
+    expect(performance.now() - started).toBeLessThan(10_000)
   })
 })
 

@@ -177,7 +177,8 @@ describe("safeFilename", () => {
   it("stays fast on a long run of spaces (no regex backtracking)", () => {
     const started = performance.now()
     safeFilename(`a${" ".repeat(200_000)}b`, 1, OCTET)
-    expect(performance.now() - started).toBeLessThan(1000)
+    // Generous: quadratic backtracking over 200,000 spaces takes tens of seconds, a busy machine seconds.
+    expect(performance.now() - started).toBeLessThan(10_000)
   })
 })
 

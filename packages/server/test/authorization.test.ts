@@ -2,7 +2,9 @@
  * The authorization matrix of every authenticated endpoint, generated from the contract's
  * own endpoint table so a new endpoint cannot be forgotten: no credentials, a garbage
  * token, a revoked token, a missing scope, a bearer on a Session-only operation, a cookie
- * without CSRF, and another account's resource.
+ * without CSRF, and another account's resource. A token holding the scope gets past
+ * authentication to the operation's own success or a refusal the served OpenAPI document
+ * declares for it, in the Problem shape; never a 5xx. Every path parameter names the owner's tag.
  */
 import { Access, BurnboxApi } from "@burnbox/domain"
 import { expectProblem, type Harness, type Session, startHarness } from "@burnbox/testkit"
@@ -14,6 +16,8 @@ interface Operation {
   readonly method: string
   readonly path: string
   readonly scope: string
+  /** The path as the served OpenAPI document names it, `/api/v1/tags/{id}`. */
+  readonly template: string
 }
 
 const operations: ReadonlyArray<Operation> = Object.values(BurnboxApi.groups).flatMap((group) =>
@@ -23,7 +27,8 @@ const operations: ReadonlyArray<Operation> = Object.values(BurnboxApi.groups).fl
       name: `${group.identifier}.${endpoint.identifier}`,
       method: endpoint.method,
       path: endpoint.path.replace("/api/v1", ""),
-      scope: access.scope
+      scope: access.scope,
+      template: endpoint.path.replace(/:([A-Za-z]+)/g, "{$1}")
     }]
   })
 )
@@ -48,6 +53,14 @@ let stranger: Session
 let tokens: Record<string, string>
 let revoked: string
 let tagId: number
+let doc: { readonly paths: Readonly<Record<string, Readonly<Record<string, { readonly responses: Readonly<Record<string, unknown>> }>>>> }
+
+/** The statuses the served OpenAPI document declares for an operation: its success and its refusals. */
+const declaredStatuses = (op: Operation): ReadonlyArray<number> => {
+  const responses = doc.paths[op.template]?.[op.method.toLowerCase()]?.responses
+  if (responses === undefined) throw new Error(`${op.method} ${op.template} is not in the served document`)
+  return Object.keys(responses).map(Number)
+}
 
 beforeAll(async () => {
   h = await startHarness()
@@ -61,11 +74,12 @@ beforeAll(async () => {
   expect((await h.request(`/tokens/${revokedId}`, { method: "DELETE", session: owner })).status).toBe(204)
   const tag = await h.request<{ id: number }>("/tags", { method: "POST", session: owner, body: { name: "owner-tag" } })
   tagId = tag.body.id
+  doc = (await h.request("/api/v1/openapi.json")).body
 })
 afterAll(() => h.close())
 
 const call = (op: Operation, options: Parameters<Harness["request"]>[1] = {}) =>
-  h.request(op.path.replace(":id", String(tagId)), {
+  h.request(op.path.replace(/:[A-Za-z]+/g, String(tagId)), {
     method: op.method,
     ...(sampleBodies[op.name] === undefined ? {} : { body: sampleBodies[op.name] }),
     ...options
@@ -119,9 +133,13 @@ describe("every authenticated endpoint", () => {
           expect(answer.headers.get("www-authenticate")).toContain(`scope="${op.scope}"`)
         })
 
-        it("with a token holding the scope: past authentication (neither 401 nor 403)", async () => {
+        it("with a token holding the scope: past authentication, its own success or a refusal it declares (never 401, 403 or 5xx)", async () => {
           const answer = await call(op, { token: tokens[op.scope]! })
           expect([401, 403], answer.text).not.toContain(answer.status)
+          expect(answer.status, answer.text).toBeLessThan(500)
+          expect(declaredStatuses(op), `${answer.status} ${answer.text}`).toContain(answer.status)
+          // A refusal is a Problem the operation declares, not an error page.
+          if (answer.status >= 400) expectProblem(answer, answer.status, answer.body?.error?.code)
         })
       }
 

@@ -2,7 +2,7 @@
  * Bad input on every operation of the served contract (spec 4, 7): the OpenAPI document the
  * server serves names the operations, their path and query parameters and their body schemas;
  * each operation gets a fixed set of malformed requests built from them (no randomness). Every
- * answer must come within a few seconds, below 500, and, when it is a 4xx, in the Problem shape
+ * answer must come within 10 s (no request hangs), below 500, and, when it is a 4xx, in the Problem shape
  * with a status the document declares for the operation (or 404 for a path that names nothing,
  * 413 for an oversized body, 415 for a content type the operation does not read). At the end the
  * service still answers and the injected message reads back unchanged, detail and raw bytes.
@@ -73,8 +73,11 @@ interface Variant {
   readonly headers?: Record<string, string>
 }
 
-/** How long an answer may take. */
-const AnswerWithinMs = 5_000
+/**
+ * How long an answer may take: generous, far past what a busy machine costs a correct service,
+ * far short of a request that hangs (what this catches).
+ */
+const AnswerWithinMs = 10_000
 const huge = "99999999999999999999"
 const maxBodyBytes = 1024 * 1024
 const maxTestMailBodyBytes = 16 * 1024 * 1024

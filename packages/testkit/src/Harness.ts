@@ -55,6 +55,11 @@ export interface Harness {
   readonly hotReadsServed: () => number
   /** How many realtime subscriptions (waiting requests among them) this process holds. */
   readonly realtimeSubscriptions: () => Promise<number>
+  /**
+   * Answers once this process holds `count` realtime subscriptions (e.g. a GET ?wait request has
+   * started waiting): the signal to send mail "after it started waiting". Fails after 30 s.
+   */
+  readonly untilRealtimeSubscriptions: (count: number) => Promise<void>
   readonly request: <A = any>(path: string, options?: RequestOptions) => Promise<Answer<A>>
   readonly signup: (options?: { email?: string; plan?: "free" | "premium" | "pro" }) => Promise<Session>
   readonly createToken: (session: Session, scopes: ReadonlyArray<string>, name?: string) => Promise<string>
@@ -240,6 +245,14 @@ export const startHarness = async (
     clock,
     hotReadsServed: hotReads.served,
     realtimeSubscriptions: () => Effect.runPromise(realtime.subscriptions),
+    untilRealtimeSubscriptions: async (count) => {
+      for (const deadline = Date.now() + 30_000; ;) {
+        const open = await Effect.runPromise(realtime.subscriptions)
+        if (open === count) return
+        if (Date.now() > deadline) throw new Error(`${open} realtime subscriptions after 30 s, not ${count}`)
+        await new Promise((resolve) => setTimeout(resolve, 10))
+      }
+    },
     request,
     signup,
     createToken,

@@ -92,6 +92,13 @@ export const defaultMailWorkLimits = (): MailWorkLimits => ({
 })
 
 /** A message whose work went past its allowance; `reason` reads after "too_complex: ". */
+/** The pool's places in use: lanes and spare places held by a message, and messages waiting for a lane. */
+export interface MailWorkBusy {
+  readonly lanes: number
+  readonly spares: number
+  readonly waiting: number
+}
+
 export class MailTooComplex extends Schema.TaggedError<MailTooComplex>()("MailTooComplex", {
   reason: Schema.String
 }) {}
@@ -466,7 +473,9 @@ const make = (limits: MailWorkLimits) =>
     // Ready before the layer is: the first message does not wait for a thread to start.
     yield* Effect.tryPromise(() => Promise.all(Array.from({ length: Math.min(size, keptIdle) }, start))).pipe(Effect.orDie)
 
-    return MailWorkers.of({ process: processTask, limits })
+    const busy = Effect.sync((): MailWorkBusy => ({ lanes: limits.threads - freeLanes, spares: limits.spareThreads - freeSpares, waiting: waiting.length }))
+
+    return MailWorkers.of({ process: processTask, limits, busy })
   })
 
 export class MailWorkers extends Context.Service<MailWorkers, {
@@ -476,6 +485,8 @@ export class MailWorkers extends Context.Service<MailWorkers, {
    */
   readonly process: (task: MailTask) => Effect.Effect<MailWorkResult, MailTooComplex>
   readonly limits: MailWorkLimits
+  /** The places taken now and the messages waiting for one: what tests (and diagnostics) read instead of a stopwatch. */
+  readonly busy: Effect.Effect<MailWorkBusy>
 }>()("burnbox/MailWorkers") {
   /** With these limits (the defaults for the rest); needs the DnsResolver for DKIM key lookups. */
   static readonly layerWith = (limits: Partial<MailWorkLimits> = {}) =>
