@@ -54,8 +54,7 @@
  */
 import { promises as dns } from "node:dns"
 import { connect } from "node:net"
-import { hostileMails } from "@burnbox/testkit/HostileMail"
-import { dotStuff, SmtpClient } from "@burnbox/testkit/SmtpClient"
+import { dotStuff, hostileMails, SmtpClient } from "@burnbox/testkit"
 import { availableParallelism, cpus } from "node:os"
 import { Burnbox, sampleWaits, serviceSource, Session, waitsByStatementText, waitsText } from "./lib/burnbox.ts"
 import { cpuShare, cpuSnapshot, distribution, type Distribution, envInt, epochMs, fmt, loadAverage, serverCpuCell, sleep, table } from "./lib/common.ts"
