@@ -212,20 +212,21 @@ export class ServiceProcess {
       if (exited(child)) throw new Error(`burnbox ${command} exited during startup (code ${child.exitCode}, signal ${child.signalCode})`)
       if (Date.now() > deadline) throw new Error(`burnbox ${command} did not start within ${this.startupTimeoutMs / 1000} s`)
     }
-    while (command === "start" || command === "serve") {
+    const serves = command === "start" || command === "serve"
+    const ingests = command === "start" || command === "ingest"
+    for (let answered = !serves; !answered;) {
       alive()
-      const answered = await fetch(`${this.baseUrl}/api/v1/me`, { signal: AbortSignal.timeout(2_000) }).then((r) => r.arrayBuffer().then(() => true), () => false)
-      if (answered) break
-      await sleep(200)
+      answered = await fetch(`${this.baseUrl}/api/v1/me`, { signal: AbortSignal.timeout(2_000) }).then((r) => r.arrayBuffer().then(() => true), () => false)
+      if (!answered) await sleep(200)
     }
-    while (command === "worker" && !seen.workerStarted) {
+    for (let started = command !== "worker"; !started; started = seen.workerStarted) {
       alive()
       await sleep(100)
     }
-    while (command === "start" || command === "ingest") {
+    for (let greeted = !ingests; !greeted;) {
       alive()
-      if (await SmtpClient.greets(this.smtpPort)) break
-      await sleep(200)
+      greeted = await SmtpClient.greets(this.smtpPort)
+      if (!greeted) await sleep(200)
     }
     this.log(`burnbox (pid ${child.pid}) answers after ${((Date.now() - started) / 1000).toFixed(1)} s`)
   }
