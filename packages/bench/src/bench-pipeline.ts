@@ -3,7 +3,7 @@
  * message is processed and its code readable over the API. Goal: p50 <= 20 ms, p99 <= 100 ms
  * at 500 messages/s.
  *
- * Usage: pnpm exec node scripts/bench-pipeline.ts
+ * Usage: ./pnpmw bench:pipeline (bench:hostile: with hostile mail)
  *
  * What it does:
  * 1. starts `burnbox start` (API, SMTP ingest and pipeline worker in one process, embedded

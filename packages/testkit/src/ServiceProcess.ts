@@ -30,13 +30,19 @@ export const waitForExit = (child: ChildProcess, ms: number): Promise<boolean> =
     })
   })
 
-/** True while a process with this pid exists (and is not a zombie). */
-export const pidAlive = (pid: number): boolean => {
+/** True while a process with this pid exists, a zombie included. */
+const exists = (pid: number): boolean => {
   try {
     process.kill(pid, 0)
+    return true
   } catch {
     return false
   }
+}
+
+/** True while a process with this pid exists (and is not a zombie). */
+export const pidAlive = (pid: number): boolean => {
+  if (!exists(pid)) return false
   try {
     const state = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.[0]
     return state !== "Z" && state !== "X"
@@ -207,6 +213,16 @@ export class ServiceProcess {
         this.log(this.unexpectedExit)
       }
     })
+    try {
+      await this.untilAnswering(child, command, seen)
+    } catch (error) {
+      await this.stop() // a service that did not come up is not left running
+      throw error
+    }
+    this.log(`burnbox (pid ${child.pid}) answers after ${((Date.now() - started) / 1000).toFixed(1)} s`)
+  }
+
+  private async untilAnswering(child: ChildProcess, command: string, seen: { readonly workerStarted: boolean }) {
     const deadline = Date.now() + this.startupTimeoutMs
     const alive = () => {
       if (exited(child)) throw new Error(`burnbox ${command} exited during startup (code ${child.exitCode}, signal ${child.signalCode})`)
@@ -228,7 +244,6 @@ export class ServiceProcess {
       greeted = await SmtpClient.greets(this.smtpPort)
       if (!greeted) await sleep(200)
     }
-    this.log(`burnbox (pid ${child.pid}) answers after ${((Date.now() - started) / 1000).toFixed(1)} s`)
   }
 
   /**
@@ -287,6 +302,9 @@ export class ServiceProcess {
     for (let i = 0; i < 100 && pids.some(pidAlive); i++) await sleep(100)
     const survivors = pids.filter(pidAlive)
     if (survivors.length > 0) throw new Error(`processes survived SIGKILL: ${survivors.join(", ")}`)
+    // A killed process stays a zombie until its new parent reaps it, and meanwhile kill(pid, 0)
+    // still finds it: a start at once would take the dead postmaster for a running one.
+    for (let i = 0; i < 100 && pids.some(exists); i++) await sleep(100)
     return pids
   }
 

@@ -324,12 +324,14 @@ export class Burnbox {
    */
   async setupAccount(email: string, scopes = "read,manage-aliases,test", storageQuotaBytes = 1024 ** 4): Promise<string> {
     await this.cli(["admin", "account", "create", "--email", email, "--password", "bench password", "--plan", "pro"])
-    const override = await this.cli([
-      "admin", "account", "override", "--email", email,
-      "--set", `requestsPerMinute=100000000,requestsPerDay=1000000000,storageQuotaBytes=${storageQuotaBytes}`
+    const [override, token] = await Promise.all([
+      this.cli([
+        "admin", "account", "override", "--email", email,
+        "--set", `requestsPerMinute=100000000,requestsPerDay=1000000000,storageQuotaBytes=${storageQuotaBytes}`
+      ]),
+      this.cli(["admin", "token", "create", "--email", email, "--scopes", scopes, "--name", "bench"])
     ])
     this.session.log(`account ${email} (pro): requestsPerMinute=${String(override["requestsPerMinute"])} storageQuotaBytes=${String((override["plan"] as { storageQuotaBytes?: number } | undefined)?.storageQuotaBytes)}`)
-    const token = await this.cli(["admin", "token", "create", "--email", email, "--scopes", scopes, "--name", "bench"])
     const secret = token["secret"]
     if (typeof secret !== "string") throw new Error(`token create printed no secret: ${JSON.stringify(token)}`)
     return secret
