@@ -36,14 +36,15 @@ const benchmarks: ReadonlyArray<Benchmark> = [
       BENCH_DRAIN_SECONDS: "10",
       BENCH_SIZE: "1000"
     },
-    table: /^\| summary \(median of 1 round\(s\)\) +\| +node pipelined/m
+    // A reference tool that is not installed shows as unavailable; the run does not fail.
+    table: /^\| summary \(median of 1 round\(s\)\) +\| +node pipelined.*\n.*\n.*\n\| maildev 2\.2\.1 +\| +(unavailable|[\d,]+) \|/m
   },
   {
     script: "bench:hostile",
-    env: { PIPELINE_RATE: "10", PIPELINE_SECONDS: "1", PIPELINE_LOW_RATE: "2", PIPELINE_WARMUP_SECONDS: "0", PIPELINE_CONNECTIONS: "2", PIPELINE_HOSTILE_PER_SECOND: "1", PIPELINE_DRAIN_SECONDS: "60" },
+    env: { PIPELINE_RATE: "10", PIPELINE_SECONDS: "1", PIPELINE_LOW_RATE: "0", PIPELINE_WARMUP_SECONDS: "0", PIPELINE_CONNECTIONS: "2", PIPELINE_HOSTILE_PER_SECOND: "1", PIPELINE_DRAIN_SECONDS: "60" },
     table: /^\| ms from the 250 to \.\.\. +\| +messages \|/m
   },
-  { script: "bench:wait", env: { WAIT_WAITERS: "2", WAIT_RATE: "5", WAIT_SECONDS: "1", WAIT_LOW_RATE: "1", WAIT_CONNECTIONS: "1" }, table: /^\| ms, per message +\| +n \|/m },
+  { script: "bench:wait", env: { WAIT_WAITERS: "2", WAIT_RATE: "5", WAIT_SECONDS: "1", WAIT_LOW_RATE: "0", WAIT_CONNECTIONS: "1" }, table: /^\| ms, per message +\| +n \|/m },
   { script: "bench:bigmail", env: { BIGMAIL_BYTES: "200000", BIGMAIL_KINDS: "text" }, table: /^\| reference: smtp-server alone, storing nothing +\| +bytes \|/m },
   { script: "crash:smtp", env: { CRASH_ROUNDS: "1", CRASH_AFTER_MS: "500", CRASH_CONNECTIONS: "2" }, table: /^\| +\| +round 1 \|/m },
   {
@@ -66,11 +67,11 @@ const commandOf = (script: string) => {
   return { env, file: join(repositoryRoot, file) }
 }
 
-// At most three at a time: each starts a service and its PostgreSQL on a machine of a few cores.
+// At most two at a time: each starts a service and its PostgreSQL, and a CI machine has two cores.
 let running = 0
 const queue: Array<() => void> = []
 const slot = async () => {
-  if (running >= 3) await new Promise<void>((resolve) => queue.push(resolve))
+  if (running >= 2) await new Promise<void>((resolve) => queue.push(resolve))
   running++
   return () => {
     running--
