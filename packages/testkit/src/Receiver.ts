@@ -1,7 +1,7 @@
 /**
  * A real HTTPS webhook receiver on 127.0.0.1 with its own test CA (made with `openssl`), that
- * records every request and when it arrived; and the worker's delivery engine on a harness's database and clock,
- * for tests to run a pass at a time.
+ * records every request and when it arrived; and the worker's delivery engine on a harness's
+ * database and clock, for tests to run a pass at a time.
  */
 import { execFileSync } from "node:child_process"
 import { createHash, X509Certificate } from "node:crypto"
