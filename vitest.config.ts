@@ -12,7 +12,7 @@ export default defineConfig({
       {
         test: {
           name: "integration",
-          include: ["packages/{store,server,ingest,worker,testkit,cli,client}/test/**/*.test.ts", "examples/*/**/*.test.ts"],
+          include: ["packages/{store,server,ingest,worker,testkit,cli,client,bench}/test/**/*.test.ts", "examples/*/**/*.test.ts"],
           globalSetup: ["packages/testkit/src/globalSetup.ts"],
           // Some tests run the real burnbox CLI as child processes; on a loaded 2-core machine
           // each takes seconds to start.

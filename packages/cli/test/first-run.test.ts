@@ -3,14 +3,14 @@
  * their owner may enter (as root: /root, a `mktemp -d` folder), and every first-run failure
  * answered by one line on stderr and a non-zero exit.
  */
-import { type ChildProcess, execFile, execFileSync, spawn } from "node:child_process"
+import { type ChildProcess, execFile, execFileSync } from "node:child_process"
 import { appendFileSync, chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { createServer, type Server } from "node:net"
 import { userInfo } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { clusterLocation, freePort, removeCluster, RootRuntimeDir } from "@burnbox/store"
-import { clusterUrl } from "@burnbox/testkit"
+import { clusterUrl, listenerPorts, ServiceProcess } from "@burnbox/testkit"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 
 const repo = fileURLToPath(new URL("../../../", import.meta.url))
@@ -71,43 +71,24 @@ const expectOneLine = (run: Run, pattern: RegExp) => {
 interface Service {
   readonly child: ChildProcess
   readonly api: string
-  readonly output: () => string
   readonly stop: () => Promise<number | null>
 }
 
-/** Starts `burnbox start` and waits until GET /me answers 401. */
+/** Starts `burnbox start` from `cwd` (the testkit's ServiceProcess) and waits until it answers. */
 const start = async (cwd: string, env: Record<string, string>): Promise<Service> => {
-  const httpPort = await listenerPort()
-  const smtpPort = await listenerPort()
-  const child = spawn(process.execPath, [join(cwd, "packages/cli/bin/burnbox.mjs"), "start"], {
-    cwd,
-    env: baseEnv({ BURNBOX_HTTP_PORT: String(httpPort), BURNBOX_SMTP_PORT: String(smtpPort), ...env }),
-    stdio: ["ignore", "pipe", "pipe"]
-  })
   let output = ""
-  child.stdout?.on("data", (chunk: Buffer) => output += chunk.toString())
-  child.stderr?.on("data", (chunk: Buffer) => output += chunk.toString())
-  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)))
-  const api = `http://127.0.0.1:${httpPort}/api/v1`
-  const deadline = Date.now() + 90_000
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`burnbox start exited with ${child.exitCode}:\n${output}`)
-    const status = await fetch(`${api}/me`).then((r) => r.status, () => 0)
-    if (status === 401) break
-    if (Date.now() > deadline) {
-      child.kill("SIGKILL")
-      throw new Error(`burnbox start did not answer within 90 s:\n${output}`)
-    }
-    await new Promise((resolve) => setTimeout(resolve, 200))
-  }
-  return {
-    child,
-    api,
-    output: () => output,
-    stop: () => {
-      child.kill("SIGINT")
-      return exited
-    }
+  const dataDir = env["BURNBOX_DATA_DIR"]
+  try {
+    const service = await ServiceProcess.start({
+      root: cwd,
+      baseEnv: baseEnv(env),
+      ...(dataDir === undefined ? {} : { dataDir }),
+      startupTimeoutMs: 90_000,
+      onOutput: (text) => output += text
+    })
+    return { child: service.child!, api: `${service.baseUrl}/api/v1`, stop: () => service.stop() }
+  } catch (error) {
+    throw new Error(`${error instanceof Error ? error.message : String(error)}:\n${output}`, { cause: error })
   }
 }
 
@@ -120,21 +101,8 @@ const signupAndLogin = async (api: string, email: string, signup: boolean) => {
 
 const mode = (path: string) => statSync(path).mode & 0o777
 
-/**
- * A free port for the service's listeners, below Linux's ephemeral range (32768+), where the
- * embedded PostgreSQL's own port (one the system hands out) can never land on it meanwhile.
- */
-const listenerPort = async (): Promise<number> => {
-  for (;;) {
-    const port = 20_000 + Math.floor(Math.random() * 12_000)
-    const free = await new Promise<boolean>((resolve) => {
-      const server = createServer()
-      server.once("error", () => resolve(false))
-      server.listen(port, "127.0.0.1", () => server.close(() => resolve(true)))
-    })
-    if (free) return port
-  }
-}
+/** A free port for a listener (below the ephemeral range, where an embedded PostgreSQL's port never lands). */
+const listenerPort = async (): Promise<number> => (await listenerPorts(1))[0]!
 
 describe("burnbox start in private directories", () => {
   const made: Array<string> = []

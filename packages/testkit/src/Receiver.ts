@@ -1,7 +1,7 @@
 /**
  * A real HTTPS webhook receiver on 127.0.0.1 with its own test CA (made with `openssl`), that
- * records every request; and the worker's delivery engine on a harness's database and clock,
- * for tests to run a pass at a time.
+ * records every request and when it arrived; and the worker's delivery engine on a harness's
+ * database and clock, for tests to run a pass at a time.
  */
 import { execFileSync } from "node:child_process"
 import { createHash, X509Certificate } from "node:crypto"
@@ -64,6 +64,8 @@ export interface ReceivedRequest {
   readonly headers: IncomingHttpHeaders
   readonly body: Uint8Array
   readonly text: string
+  /** When the whole body had arrived: milliseconds since the epoch, sub-millisecond (the machine clock). */
+  readonly receivedAt: number
 }
 
 /** What the receiver answers: a status (and body), or `hang` (never answer). */
@@ -77,6 +79,10 @@ export interface Receiver {
   readonly requests: Array<ReceivedRequest>
   /** Sets how the receiver answers from now on (default 200). */
   readonly reply: (f: (request: ReceivedRequest) => Reply) => void
+  /** TLS connections accepted so far. */
+  readonly connections: () => number
+  /** Called with each request as it arrives, after it is recorded. */
+  onRequest: ((request: ReceivedRequest) => void) | undefined
   /** Resolves once `count` requests arrived in all (real time; bounded). */
   readonly waitFor: (count: number, timeoutMs?: number) => Promise<ReadonlyArray<ReceivedRequest>>
   readonly close: () => Promise<void>
@@ -92,8 +98,10 @@ export const startReceiver = async (certificates: TestCertificates = makeTestCer
     const chunks: Array<Buffer> = []
     req.on("data", (chunk: Buffer) => chunks.push(chunk))
     req.on("end", () => {
+      const receivedAt = performance.timeOrigin + performance.now()
       const body = new Uint8Array(Buffer.concat(chunks))
       const received: ReceivedRequest = {
+        receivedAt,
         method: req.method ?? "",
         path: req.url ?? "",
         headers: req.headers,
@@ -103,11 +111,15 @@ export const startReceiver = async (certificates: TestCertificates = makeTestCer
       requests.push(received)
       for (const wake of waiters.splice(0)) wake()
       const reply = replyWith(received)
-      if (reply === "hang") return
-      res.writeHead(reply.status, { "content-type": "text/plain", ...reply.headers })
-      res.end(reply.body ?? "")
+      if (reply !== "hang") {
+        res.writeHead(reply.status, { "content-type": "text/plain", ...reply.headers })
+        res.end(reply.body ?? "")
+      }
+      receiver.onRequest?.(received)
     })
   })
+  let connections = 0
+  server.on("secureConnection", () => connections++)
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
   const address = server.address()
   if (address === null || typeof address === "string") throw new Error("expected a TCP address")
@@ -122,11 +134,13 @@ export const startReceiver = async (certificates: TestCertificates = makeTestCer
     }
     return requests
   }
-  return {
+  const receiver: Receiver = {
     port: address.port,
     url: `https://127.0.0.1:${address.port}/hook`,
     certificates,
     requests,
+    connections: () => connections,
+    onRequest: undefined,
     reply: (f) => {
       replyWith = f
     },
@@ -137,6 +151,7 @@ export const startReceiver = async (certificates: TestCertificates = makeTestCer
       rmSync(certificates.dir, { recursive: true, force: true })
     }
   }
+  return receiver
 }
 
 /** The worker's delivery engine against a harness's database and clock. */

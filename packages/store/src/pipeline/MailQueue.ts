@@ -4,7 +4,7 @@
  * FOR UPDATE SKIP LOCKED, woken by NOTIFY from that transaction, and a claim names the claiming
  * process (`application_name`), so the claims of a process that died are given back within a
  * second. Kept apart from pg-boss because a NOTIFY-woken claim answers in milliseconds where
- * pg-boss polls (`scripts/bench-queue.ts` measures both).
+ * pg-boss polls (`packages/bench/src/bench-queue.ts` measures both).
  *
  * `store` writes a batch of results with one statement composed from the owners' fragments: the
  * message rows (messages), the search index (SearchIndex), the outbox (Outbox) and the realtime

@@ -2,7 +2,7 @@
  * Nothing accepted is lost: kill -9 burnbox under SMTP load, restart it on the same data dir,
  * and count acknowledged versus stored messages.
  *
- * Usage: pnpm exec node scripts/crash-smtp.ts
+ * Usage: ./pnpmw crash:smtp
  *
  * What it does, for CRASH_ROUNDS rounds (default 2) on one data dir:
  * 1. (first round) starts `burnbox start` (API, SMTP ingest, pipeline, embedded PostgreSQL) on

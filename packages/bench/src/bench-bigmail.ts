@@ -2,7 +2,7 @@
  * One 15 MB message: burnbox's peak memory growth while it receives, stores and processes it
  * must be at most twice the message's size.
  *
- * Usage: pnpm exec node scripts/bench-bigmail.ts
+ * Usage: pnpm bench:bigmail
  *
  * What it does, for each kind of big message (BIGMAIL_KINDS, default "attachment,text"), each on
  * a fresh service:
@@ -20,7 +20,7 @@
  *    900-character lines;
  * 4. prints baseline, peak (the largest sample and, if the reset worked, VmHWM), growth, the
  *    ratio of growth to the message size, RSS after, the timings, and whether growth <= 2x;
- * 5. the reference: the same message to smtp-server alone (scripts/lib/bare-smtp-server.ts:
+ * 5. the reference: the same message to smtp-server alone (lib/bare-smtp-server.ts:
  *    burnbox's SMTP library with its options, storing nothing), measured the same way: what
  *    receiving alone costs.
  *
@@ -29,9 +29,10 @@
 import { randomBytes } from "node:crypto"
 import { writeFileSync } from "node:fs"
 import { availableParallelism, cpus } from "node:os"
+import { listenerPorts, SmtpClient } from "@burnbox/testkit"
 import { Burnbox, serviceSource, Session } from "./lib/burnbox.ts"
-import { envInt, epochMs, fmt, freePorts, loadAverage, median, memoryOf, mib, sleep, table, waitFor } from "./lib/common.ts"
-import { SmtpConnection, startBareSmtpServer } from "./lib/smtp.ts"
+import { envInt, epochMs, fmt, loadAverage, median, memoryOf, mib, sleep, table, waitFor } from "./lib/common.ts"
+import { startBareSmtpServer } from "./lib/smtp.ts"
 
 const limit = 15_728_640
 const bytes = envInt("BIGMAIL_BYTES", 15_728_000, 1_000)
@@ -128,14 +129,15 @@ interface Result {
 
 /** Sends one message over a new SMTP connection; answers the reply to its body. */
 const sendOver = async (port: number, to: string, data: Buffer): Promise<{ reply: string; sentAt: number; repliedAt: number }> => {
-  const c = await SmtpConnection.open(port, { timeoutMs: 120_000 })
-  c.write(`MAIL FROM:<big@bench.localhost> SIZE=${data.length}\r\nRCPT TO:<${to}>\r\nDATA\r\n`)
-  const replies = [await c.reply(), await c.reply(), await c.reply()]
-  if (replies[2]!.code !== 354) throw new Error(`envelope refused: ${replies.map((r) => `${r.code} ${r.text}`).join(" / ")}`)
-  c.write(data)
-  c.write(".\r\n")
-  const sentAt = epochMs()
-  const reply = await c.reply()
+  const c = await SmtpClient.connect(port, { ehlo: "bench.localhost", idleMs: 120_000 })
+  let sentAt = 0
+  const { envelope, reply } = await c.transaction("big@bench.localhost", to, data, {
+    stuffed: true,
+    mailParameters: `SIZE=${data.length}`,
+    timeoutMs: 120_000,
+    onSent: () => sentAt = epochMs()
+  })
+  if (reply === undefined) throw new Error(`envelope refused: ${envelope.map((r) => `${r.code} ${r.text}`).join(" / ")}`)
   const repliedAt = epochMs()
   await c.quit()
   return { reply: `${reply.code} ${reply.text}`, sentAt, repliedAt }
@@ -188,12 +190,12 @@ const sampleRss = (pid: number, baseline: number) => {
 }
 
 /**
- * The reference: smtp-server alone (scripts/lib/bare-smtp-server.ts, burnbox's SMTP library with
+ * The reference: smtp-server alone (lib/bare-smtp-server.ts, burnbox's SMTP library with
  * its options, reading each message to its end and storing nothing) receiving the same message,
  * measured the same way. Its growth is what receiving costs before anything is kept.
  */
 const measureBare = async (kind: string): Promise<{ kind: string; size: number; growth: number; reply: string }> => {
-  const [port] = (await freePorts(1)) as [number]
+  const [port] = (await listenerPorts(1)) as [number]
   const server = await startBareSmtpServer(session, port)
   const pid = server.pid!
   try {
@@ -330,7 +332,7 @@ const main = async (): Promise<number> => {
   out.push(table(["reference: smtp-server alone, storing nothing", "bytes", "growth", "growth / size", "reply"], references.map((r) => [
     r.kind, fmt(r.size), mib(r.growth), `${(r.growth / r.size).toFixed(2)}x`, r.reply
   ])))
-  out.push("The same message to burnbox's SMTP library with burnbox's options and nothing behind it (scripts/lib/bare-smtp-server.ts),")
+  out.push("The same message to burnbox's SMTP library with burnbox's options and nothing behind it (lib/bare-smtp-server.ts),")
   out.push("measured the same way (baseline after one small message; peak until 1 s after the 250): what receiving costs before anything is kept.")
   for (const r of results) {
     const peak = r.hwmReset && Number.isFinite(r.hwmAfter) ? Math.max(r.peakSampled, r.hwmAfter) : r.peakSampled

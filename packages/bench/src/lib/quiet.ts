@@ -6,7 +6,8 @@
 import { execFileSync } from "node:child_process"
 import { readFileSync } from "node:fs"
 import { availableParallelism } from "node:os"
-import { distribution, type Distribution, fmt, loadAverage, processTree, sleep } from "./common.ts"
+import { processTree } from "@burnbox/testkit"
+import { distribution, type Distribution, fmt, loadAverage, sleep } from "./common.ts"
 
 /** This process's ancestors (the shell and pnpm that started it), from /proc. */
 const ancestors = (): Set<number> => {

@@ -1,21 +1,18 @@
 /**
- * The real burnbox service as a child process for the benchmark scripts, and the bookkeeping
- * that stops everything a script started, by pid, exactly once, also on failure, timeout or
- * Ctrl-C.
- *
- * - `Session`: the script's run: temp dirs, tracked child processes, a watchdog, signal handlers.
- * - `Burnbox`: `node packages/cli/src/main.ts <start|serve|...>` on a temporary data dir (its own
- *   embedded PostgreSQL), on free ports, bound to 127.0.0.1; the admin CLI; the HTTP API; a
- *   direct PostgreSQL client (pg, as the store package depends on it) for counting.
+ * The benchmarks' run and the service they measure: `Session` stops everything a benchmark
+ * started, by pid, exactly once, also on failure, timeout or Ctrl-C; `Burnbox` is the testkit's
+ * `ServiceProcess` (the real `burnbox` program on a temporary data dir, its own embedded
+ * PostgreSQL, free ports, 127.0.0.1) tied to a session and its log file, with what benchmarks do
+ * to it: the admin CLI, the HTTP API, a direct PostgreSQL client, what its backends wait for.
  */
 import { type ChildProcess, execFileSync, spawn, type SpawnOptions } from "node:child_process"
-import { createWriteStream, mkdtempSync, readFileSync, rmSync, type WriteStream } from "node:fs"
-import { createRequire } from "node:module"
-import { connect } from "node:net"
+import { createWriteStream, mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
-import { join, resolve } from "node:path"
-import { clusterLocation, removeCluster } from "@burnbox/store"
-import { exited, freePorts, pidAlive, processTree, sleep, waitForExit } from "./common.ts"
+import { join } from "node:path"
+import { removeCluster } from "@burnbox/store"
+import { exited, repositoryRoot, ServiceProcess, waitForExit } from "@burnbox/testkit"
+import pg from "pg"
+import { sleep } from "./common.ts"
 
 /**
  * The burnbox tree whose service is measured: this repository, or BENCH_BURNBOX_ROOT (e.g. a
@@ -23,8 +20,7 @@ import { exited, freePorts, pidAlive, processTree, sleep, waitForExit } from "./
  * `git archive HEAD | tar -x -C /tmp/snap`, then link /tmp/snap/node_modules to this repo's and
  * copy each packages/<name>/node_modules, whose links are relative).
  */
-export const root = process.env["BENCH_BURNBOX_ROOT"] ?? resolve(import.meta.dirname, "..", "..")
-export const cliMain = join(root, "packages/cli/src/main.ts")
+export const root = process.env["BENCH_BURNBOX_ROOT"] ?? repositoryRoot
 /**
  * Which code the service runs: the tree, and its commit (from a `.commit` file a snapshot may
  * carry, else git), noting uncommitted changes under packages/ in a working tree.
@@ -43,9 +39,6 @@ export const serviceSource = (): string => {
     return root
   }
 }
-
-/** The real Node 24 binary, not the node_modules/.bin/node shell wrapper: its pid is the service's. */
-export const node = process.execPath
 
 // ---------------------------------------------------------------------------------------------
 // Session
@@ -165,31 +158,11 @@ export class Session {
   }
 }
 
-// ---------------------------------------------------------------------------------------------
-// PostgreSQL client (the `pg` package the store depends on; described here, not imported as types)
-
-export interface PgResult<Row> {
-  readonly rows: Array<Row>
-  readonly rowCount: number | null
-}
-export interface PgNotification {
-  readonly channel: string
-  readonly payload?: string | undefined
-}
-export interface PgClient {
-  connect(): Promise<void>
-  query<Row = Record<string, unknown>>(text: string, values?: ReadonlyArray<unknown>): Promise<PgResult<Row>>
-  end(): Promise<void>
-  on(event: "notification", listener: (message: PgNotification) => void): this
-  on(event: "error", listener: (error: Error) => void): this
-}
-interface PgModule {
-  Client: new (config: Record<string, unknown>) => PgClient
-}
-const pg = (): PgModule => createRequire(join(root, "packages/store/package.json"))("pg") as PgModule
 
 // ---------------------------------------------------------------------------------------------
 // The service
+
+export type PgClient = pg.Client
 
 export interface BurnboxOptions {
   /** `start` (API, SMTP ingest and worker in one process) by default. */
@@ -210,175 +183,76 @@ export interface ApiResponse {
 
 export class Burnbox {
   readonly session: Session
-  readonly dataDir: string
-  readonly httpPort: number
-  readonly smtpPort: number
-  readonly env: NodeJS.ProcessEnv
+  readonly service: ServiceProcess
   readonly logPath: string
-  command: string
-  readonly defaultCommand: string
-  readonly startupTimeoutMs: number
-  child: ChildProcess | undefined
-  /** Set when the service exited without this script stopping or crashing it. */
-  unexpectedExit: string | undefined
-  private expectingExit = false
-  private logStream: WriteStream | undefined
   private readonly clients: Array<PgClient> = []
 
-  private constructor(session: Session, options: BurnboxOptions, dataDir: string, httpPort: number, smtpPort: number) {
+  private constructor(session: Session, service: ServiceProcess, logPath: string) {
     this.session = session
-    this.dataDir = dataDir
-    this.httpPort = httpPort
-    this.smtpPort = smtpPort
-    this.defaultCommand = options.command ?? "start"
-    this.command = this.defaultCommand
-    this.startupTimeoutMs = options.startupTimeoutMs ?? 120_000
-    this.logPath = join(session.logDir, `burnbox-${options.logName}-${session.stamp}.log`)
-    const env: NodeJS.ProcessEnv = { ...process.env }
-    delete env["DATABASE_URL"] // burnbox starts (and the CLI attaches to) its own embedded PostgreSQL
-    this.env = {
-      ...env,
-      ...options.extraEnv,
-      BURNBOX_DATA_DIR: dataDir,
-      BURNBOX_HTTP_PORT: String(httpPort),
-      BURNBOX_SMTP_PORT: String(smtpPort),
-      BURNBOX_HOST: "127.0.0.1"
-    }
+    this.service = service
+    this.logPath = logPath
   }
 
   /** Allocates a data dir and ports; registers the service's cleanup with the session. */
   static async create(session: Session, options: BurnboxOptions): Promise<Burnbox> {
     const dataDir = session.tempDir(`burnbox-${options.logName}-`, options.keepDataDir === true)
-    const [httpPort, smtpPort] = (await freePorts(2)) as [number, number]
-    const service = new Burnbox(session, options, dataDir, httpPort, smtpPort)
-    service.logStream = createWriteStream(service.logPath, { flags: "a" })
+    const logPath = join(session.logDir, `burnbox-${options.logName}-${session.stamp}.log`)
+    const logStream = createWriteStream(logPath, { flags: "a" })
+    const service = await ServiceProcess.create({
+      root,
+      dataDir,
+      ...(options.extraEnv === undefined ? {} : { env: options.extraEnv }),
+      ...(options.startupTimeoutMs === undefined ? {} : { startupTimeoutMs: options.startupTimeoutMs }),
+      // BENCH_NODE_ARGS: extra node flags for the service, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" (written at a clean stop).
+      nodeArgs: (process.env["BENCH_NODE_ARGS"] ?? "").split(/\s+/).filter((a) => a !== ""),
+      onOutput: (text) => logStream.writableEnded || logStream.write(text),
+      log: (line) => session.log(line.includes("exited on its own") ? `${line}; see ${logPath}` : line)
+    })
+    if (options.command !== undefined) service.command = options.command
+    const burnbox = new Burnbox(session, service, logPath)
     // Registered after the temp dir, so it runs before the dir is removed (finalizers run first).
     session.onCleanup(async () => {
-      await Promise.all(service.clients.splice(0).map((c) => c.end().catch(() => undefined)))
+      await Promise.all(burnbox.clients.splice(0).map((c) => c.end().catch(() => undefined)))
       await service.stop()
-      await new Promise<void>((ok) => service.logStream === undefined || service.logStream.writableEnded ? ok() : service.logStream.end(() => ok()))
+      await new Promise<void>((ok) => logStream.writableEnded ? ok() : logStream.end(() => ok()))
       // As root the cluster lives outside the data dir (/var/lib/burnbox/clusters): it goes with it.
       if (options.keepDataDir !== true) removeCluster(dataDir)
     })
-    return service
+    return burnbox
+  }
+
+  get httpPort() {
+    return this.service.httpPort
+  }
+
+  get smtpPort() {
+    return this.service.smtpPort
   }
 
   get baseUrl() {
-    return `http://127.0.0.1:${this.httpPort}`
+    return this.service.baseUrl
   }
 
   get pid(): number | undefined {
-    return this.child !== undefined && !exited(this.child) ? this.child.pid : undefined
+    return this.service.pid
   }
 
-  writeLog(text: string) {
-    if (this.logStream !== undefined && !this.logStream.writableEnded) this.logStream.write(text)
+  /** Starts the service (`command`, by default the one given at creation) and waits until its listeners answer. */
+  async start(command?: string): Promise<void> {
+    try {
+      await this.service.start(command)
+    } catch (error) {
+      throw new Error(`${error instanceof Error ? error.message : String(error)}; see ${this.logPath}`, { cause: error })
+    }
   }
 
-  /**
-   * Starts the service (`command`, by default the one given at creation) and waits until its
-   * listeners answer: the API, and the SMTP listener for `start` and `ingest`.
-   */
-  async start(command = this.defaultCommand): Promise<void> {
-    if (this.pid !== undefined) throw new Error("burnbox is already running")
-    this.command = command
-    const started = Date.now()
-    this.session.log(`starting burnbox ${command} (HTTP 127.0.0.1:${this.httpPort}, SMTP 127.0.0.1:${this.smtpPort}, data ${this.dataDir}); output -> ${this.logPath}`)
-    // BENCH_NODE_ARGS: extra node flags for the service, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" (written at a clean stop).
-    const nodeArgs = (process.env["BENCH_NODE_ARGS"] ?? "").split(/\s+/).filter((a) => a !== "")
-    const child = spawn(node, [...nodeArgs, cliMain, command], { cwd: root, env: this.env, stdio: ["ignore", "pipe", "pipe"] })
-    this.child = child
-    child.stdout!.on("data", (chunk: Buffer) => this.writeLog(`[${command} stdout] ${chunk.toString("utf8")}`))
-    const seen = { workerStarted: false }
-    child.stderr!.on("data", (chunk: Buffer) => {
-      const text = chunk.toString("utf8")
-      if (text.includes("worker started")) seen.workerStarted = true
-      this.writeLog(`[${command} stderr] ${text}`)
-    })
-    this.expectingExit = false
-    child.once("exit", (code, signal) => {
-      this.writeLog(`[${command}] exited code=${code} signal=${signal}\n`)
-      if (!this.expectingExit) {
-        this.unexpectedExit = `burnbox ${command} (pid ${child.pid}) exited on its own at ${new Date().toISOString()} (code ${code}, signal ${signal}); ` +
-          "code 130 means it received SIGINT or SIGTERM from outside this script; see " + this.logPath
-        this.session.log(this.unexpectedExit)
-      }
-    })
-    const deadline = Date.now() + this.startupTimeoutMs
-    const alive = () => {
-      if (exited(child)) throw new Error(`burnbox exited during startup (code ${child.exitCode}, signal ${child.signalCode}); see ${this.logPath}`)
-      if (Date.now() > deadline) throw new Error(`burnbox did not start within ${this.startupTimeoutMs / 1000} s; see ${this.logPath}`)
-    }
-    for (;;) {
-      alive()
-      if (command !== "start" && command !== "serve") break // no HTTP listener
-      try {
-        const response = await fetch(`${this.baseUrl}/api/v1/me`, { signal: AbortSignal.timeout(2_000) })
-        await response.arrayBuffer()
-        break
-      } catch {
-        await sleep(200)
-      }
-    }
-    if (command === "worker") {
-      while (!seen.workerStarted) {
-        alive()
-        await sleep(100)
-      }
-    }
-    if (command === "start" || command === "ingest") {
-      for (;;) {
-        alive()
-        if (await smtpGreets(this.smtpPort)) break
-        await sleep(200)
-      }
-    }
-    this.session.log(`burnbox (pid ${child.pid}) answers after ${((Date.now() - started) / 1000).toFixed(1)} s`)
-  }
-
-  /** Graceful stop: SIGINT lets burnbox close its scopes, which stops its PostgreSQL (fast shutdown). */
   async stop(): Promise<void> {
-    this.expectingExit = true
-    await this.session.stopChild(this.child, "burnbox", "SIGINT", 30_000)
-    // Only if burnbox died without stopping it: stop the postmaster it started, by its pid.
-    const orphan = this.postmasterPid()
-    if (orphan !== undefined) {
-      this.session.log(`embedded PostgreSQL (pid ${orphan}) still running after burnbox exited; sending SIGINT`)
-      try {
-        process.kill(orphan, "SIGINT")
-        for (let i = 0; i < 100 && this.postmasterPid() !== undefined; i++) await sleep(100)
-        const stubborn = this.postmasterPid()
-        if (stubborn !== undefined) process.kill(stubborn, "SIGKILL")
-      } catch {
-        // already gone
-      }
-    }
+    await this.service.stop()
   }
 
-  /**
-   * A crash: SIGKILL, at once, to the node process and to every process below it (the embedded
-   * PostgreSQL postmaster and all its backends), so nothing gets to finish or shut down
-   * cleanly. (A SIGKILL of node alone would leave PostgreSQL running, and a postmaster killed
-   * alone leaves backends running until they notice.) Answers the pids killed.
-   */
+  /** A crash of the service with its PostgreSQL (ServiceProcess.crash); answers the pids killed. */
   async crash(): Promise<Array<number>> {
-    const child = this.child
-    if (child === undefined || child.pid === undefined || exited(child)) throw new Error("burnbox is not running")
-    this.expectingExit = true
-    const pids = processTree(child.pid)
-    const postmaster = this.postmasterPid()
-    if (postmaster !== undefined && !pids.includes(postmaster)) pids.push(...processTree(postmaster))
-    for (const pid of pids) {
-      try {
-        process.kill(pid, "SIGKILL")
-      } catch {
-        // gone already
-      }
-    }
-    await waitForExit(child, 10_000)
-    for (let i = 0; i < 100 && pids.some(pidAlive); i++) await sleep(100)
-    const survivors = pids.filter(pidAlive)
-    if (survivors.length > 0) throw new Error(`processes survived SIGKILL: ${survivors.join(", ")}`)
+    const pids = await this.service.crash()
     // The clients' connections are dead now.
     for (const c of this.clients.splice(0)) c.end().catch(() => undefined)
     return pids
@@ -386,31 +260,16 @@ export class Burnbox {
 
   /** Throws when the service has exited on its own (e.g. killed by something else on the machine). */
   checkAlive() {
-    if (this.unexpectedExit !== undefined) throw new Error(this.unexpectedExit)
+    this.service.checkAlive()
   }
 
-  /** The embedded cluster's pid file: in the data dir, or as root under /var/lib/burnbox/clusters (see EmbeddedPostgres.ts). */
-  private postmasterPidFile(): string {
-    return join(clusterLocation(this.dataDir, { create: false }).pgdata, "postmaster.pid")
-  }
-
-  /** The embedded PostgreSQL postmaster's pid, from its pid file, if it is still running. */
   postmasterPid(): number | undefined {
-    try {
-      const pid = Number(readFileSync(this.postmasterPidFile(), "utf8").split("\n")[0])
-      if (!Number.isInteger(pid) || pid <= 0) return undefined
-      return pidAlive(pid) ? pid : undefined
-    } catch {
-      return undefined
-    }
+    return this.service.postmasterPid()
   }
 
   /** A connected client of the embedded PostgreSQL (database and user burnbox); ended at cleanup. */
   async db(): Promise<PgClient> {
-    const lines = readFileSync(this.postmasterPidFile(), "utf8").split("\n")
-    const port = Number(lines[3])
-    const password = readFileSync(join(this.dataDir, "postgres.password"), "utf8").trim()
-    const client = new (pg().Client)({ host: "127.0.0.1", port, user: "burnbox", password, database: "burnbox" })
+    const client = new pg.Client(this.service.embeddedDatabase())
     client.on("error", (error) => this.session.log(`database client: ${error.message}`))
     await client.connect()
     this.clients.push(client)
@@ -426,23 +285,20 @@ export class Burnbox {
   /** Runs `burnbox <args>` to completion and parses the one JSON document it prints. */
   async cli(args: ReadonlyArray<string>, timeoutMs = 60_000): Promise<Record<string, unknown>> {
     const what = `burnbox ${args.slice(0, 3).join(" ")}`
-    const child = this.session.spawn(what, node, [cliMain, ...args], { cwd: root, env: this.env, stdio: ["ignore", "pipe", "pipe"] }, "SIGKILL")
-    let stdout = ""
-    child.stdout!.setEncoding("utf8").on("data", (chunk: string) => stdout += chunk)
-    child.stderr!.on("data", (chunk: Buffer) => this.writeLog(`[cli ${args.slice(0, 3).join(" ")}] ${chunk.toString("utf8")}`))
-    if (!(await waitForExit(child, timeoutMs))) {
-      child.kill("SIGKILL")
-      await waitForExit(child, 5_000)
-      throw new Error(`${what} did not finish within ${timeoutMs / 1000} s`)
-    }
+    const run = await this.service.cli(args, timeoutMs)
     let parsed: Record<string, unknown>
     try {
-      parsed = JSON.parse(stdout) as Record<string, unknown>
+      parsed = JSON.parse(run.stdout) as Record<string, unknown>
     } catch {
-      throw new Error(`${what} printed no JSON (exit ${child.exitCode}):\n${stdout}`)
+      throw new Error(`${what} printed no JSON (exit ${run.code}):\n${run.stdout}`)
     }
-    if (child.exitCode !== 0 || "error" in parsed) throw new Error(`${what} failed (exit ${child.exitCode}): ${JSON.stringify(parsed)}`)
+    if (run.code !== 0 || "error" in parsed) throw new Error(`${what} failed (exit ${run.code}): ${JSON.stringify(parsed)}`)
     return parsed
+  }
+
+  /** Lines of the service log mentioning errors, for the report. */
+  summarizeLog(): Array<string> {
+    return summarizeLog(this.logPath)
   }
 
   async api(method: string, path: string, token: string, body?: unknown): Promise<ApiResponse> {
@@ -468,12 +324,14 @@ export class Burnbox {
    */
   async setupAccount(email: string, scopes = "read,manage-aliases,test", storageQuotaBytes = 1024 ** 4): Promise<string> {
     await this.cli(["admin", "account", "create", "--email", email, "--password", "bench password", "--plan", "pro"])
-    const override = await this.cli([
-      "admin", "account", "override", "--email", email,
-      "--set", `requestsPerMinute=100000000,requestsPerDay=1000000000,storageQuotaBytes=${storageQuotaBytes}`
+    const [override, token] = await Promise.all([
+      this.cli([
+        "admin", "account", "override", "--email", email,
+        "--set", `requestsPerMinute=100000000,requestsPerDay=1000000000,storageQuotaBytes=${storageQuotaBytes}`
+      ]),
+      this.cli(["admin", "token", "create", "--email", email, "--scopes", scopes, "--name", "bench"])
     ])
     this.session.log(`account ${email} (pro): requestsPerMinute=${String(override["requestsPerMinute"])} storageQuotaBytes=${String((override["plan"] as { storageQuotaBytes?: number } | undefined)?.storageQuotaBytes)}`)
-    const token = await this.cli(["admin", "token", "create", "--email", email, "--scopes", scopes, "--name", "bench"])
     const secret = token["secret"]
     if (typeof secret !== "string") throw new Error(`token create printed no secret: ${JSON.stringify(token)}`)
     return secret
@@ -512,43 +370,23 @@ export class Burnbox {
     }
     return { id: alias.id, address: alias.address }
   }
-
-  /** Lines of the service log mentioning errors, for the report. */
-  summarizeLog(): Array<string> {
-    let text = ""
-    try {
-      text = readFileSync(this.logPath, "utf8")
-    } catch {
-      return ["(service log unreadable)"]
-    }
-    const lines = text.split("\n").filter((l) => l.trim().length > 0)
-    const notable = lines.filter((l) => /error|warn|fail|defect|exception|fatal|panic|unhandled/i.test(l))
-    const out = [`service output: ${lines.length} lines, ${notable.length} mentioning error/warn/fail; full log: ${this.logPath}`]
-    for (const l of notable.slice(0, 10)) out.push(`  ${l.length > 200 ? l.slice(0, 200) + "..." : l}`)
-    if (notable.length > 10) out.push(`  ... ${notable.length - 10} more`)
-    return out
-  }
 }
 
-/** True when an SMTP server on 127.0.0.1:port sends a 220 greeting (then QUITs politely). */
-export const smtpGreets = (port: number, timeoutMs = 3_000): Promise<boolean> =>
-  new Promise((ok) => {
-    const socket = connect({ port, host: "127.0.0.1" })
-    let text = ""
-    const done = (value: boolean) => {
-      clearTimeout(timer)
-      socket.removeAllListeners("data")
-      if (value) socket.end("QUIT\r\n")
-      else socket.destroy()
-      ok(value)
-    }
-    const timer = setTimeout(() => done(false), timeoutMs)
-    socket.on("error", () => done(false))
-    socket.setEncoding("utf8").on("data", (chunk: string) => {
-      text += chunk
-      if (text.includes("\n")) done(text.startsWith("220"))
-    })
-  })
+/** Lines of a service log mentioning errors, for the report. */
+export const summarizeLog = (logPath: string): Array<string> => {
+  let text = ""
+  try {
+    text = readFileSync(logPath, "utf8")
+  } catch {
+    return ["(service log unreadable)"]
+  }
+  const lines = text.split("\n").filter((l) => l.trim().length > 0)
+  const notable = lines.filter((l) => /error|warn|fail|defect|exception|fatal|panic|unhandled/i.test(l))
+  const out = [`service output: ${lines.length} lines, ${notable.length} mentioning error/warn/fail; full log: ${logPath}`]
+  for (const l of notable.slice(0, 10)) out.push(`  ${l.length > 200 ? l.slice(0, 200) + "..." : l}`)
+  if (notable.length > 10) out.push(`  ... ${notable.length - 10} more`)
+  return out
+}
 
 // ---------------------------------------------------------------------------------------------
 // What PostgreSQL's backends wait for

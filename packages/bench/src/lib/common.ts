@@ -1,11 +1,9 @@
 /**
- * Small helpers shared by the benchmark scripts (scripts/bench-*.ts, scripts/crash-*.ts):
- * timing, ports, child processes, statistics, table output and Linux /proc accounting
- * (CPU shares and memory of a process tree). No dependencies beyond Node.
+ * Small helpers shared by the benchmarks (bench-*.ts, crash-smtp.ts): settings, timing,
+ * statistics, table output and Linux /proc accounting (CPU shares and memory of a process
+ * tree). Ports and child processes are the testkit's (ServiceProcess.ts).
  */
-import type { ChildProcess } from "node:child_process"
 import { readdirSync, readFileSync } from "node:fs"
-import { createServer, type Server } from "node:net"
 import { loadavg } from "node:os"
 
 // ---------------------------------------------------------------------------------------------
@@ -44,58 +42,6 @@ export const waitFor = async <A>(check: () => Promise<A | undefined> | A | undef
     if (value !== undefined) return value
     if (Date.now() > deadline) throw new Error(`${what}: not reached within ${ms / 1000} s`)
     await sleep(everyMs)
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Ports and child processes
-
-/** Free ports, all held open together so they are distinct, then released. */
-export const freePorts = async (count: number): Promise<Array<number>> => {
-  const servers: Array<Server> = []
-  try {
-    const ports: Array<number> = []
-    for (let i = 0; i < count; i++) {
-      const server = createServer()
-      servers.push(server)
-      ports.push(await new Promise<number>((ok, fail) => {
-        server.once("error", fail)
-        server.listen(0, "127.0.0.1", () => {
-          const address = server.address()
-          ok(typeof address === "object" && address !== null ? address.port : 0)
-        })
-      }))
-    }
-    return ports
-  } finally {
-    await Promise.all(servers.map((s) => new Promise<void>((ok) => s.close(() => ok()))))
-  }
-}
-
-export const exited = (child: ChildProcess) => child.exitCode !== null || child.signalCode !== null
-
-/** Resolves when the child has exited, or false after `ms`. */
-export const waitForExit = (child: ChildProcess, ms: number): Promise<boolean> =>
-  exited(child) ? Promise.resolve(true) : new Promise((ok) => {
-    const timer = setTimeout(() => ok(false), ms)
-    child.once("exit", () => {
-      clearTimeout(timer)
-      ok(true)
-    })
-  })
-
-/** True while a process with this pid exists (and is not a zombie). */
-export const pidAlive = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0)
-  } catch {
-    return false
-  }
-  try {
-    const state = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.[0]
-    return state !== "Z" && state !== "X"
-  } catch {
-    return true // no /proc: trust kill(0)
   }
 }
 
@@ -211,20 +157,6 @@ const allProcStats = (): Map<number, ProcStat> => {
     if (stat !== undefined) all.set(Number(name), stat)
   }
   return all
-}
-
-/** The pid and all its descendants' pids (from /proc), the root first. */
-export const processTree = (rootPid: number): Array<number> => {
-  const all = allProcStats()
-  const out: Array<number> = []
-  const queue = [rootPid]
-  while (queue.length > 0) {
-    const pid = queue.shift()!
-    if (!all.has(pid) || out.includes(pid)) continue
-    out.push(pid)
-    for (const [child, s] of all) if (s.ppid === pid) queue.push(child)
-  }
-  return out
 }
 
 /** CPU ticks of a process, and of it with all its descendants (burnbox: its PostgreSQL and backends). */

@@ -3,8 +3,8 @@
  * and time from an SMTP 250 to the webhook arriving at the receiver (goal p50 <= 50 ms).")
  *
  * What it does:
- * 1. makes a test CA and a leaf certificate for 127.0.0.1 with openssl in a temp dir and runs an
- *    HTTPS receiver (node:https, in this process, answering 200 at once) on 127.0.0.1;
+ * 1. runs the testkit's HTTPS receiver (node:https, in this process, with a test CA and a leaf
+ *    certificate for 127.0.0.1 made with openssl, answering 200 at once) on 127.0.0.1;
  * 2. starts `burnbox start` (API, SMTP ingest and worker) on a fresh temporary data dir with
  *    BURNBOX_WEBHOOK_ALLOW_PRIVATE=true and BURNBOX_WEBHOOK_CA_FILE=<the CA> (the development
  *    and test mode that allows a loopback receiver on a port other than 443);
@@ -21,8 +21,8 @@
  *    how fast the receiver gets them, for at most BENCH_THROUGHPUT_SECONDS (events x 40 ms, at
  *    least 120): steady deliveries/s between the 10th and 90th percentile of the arrivals, and
  *    overall; with the CPU shares and what PostgreSQL's backends waited for;
- * 7. verifies signatures of a few deliveries with the `standardwebhooks` package (resolved
- *    through packages/testkit, which depends on it: it does not resolve from scripts/);
+ * 7. verifies signatures of a few deliveries with the `standardwebhooks` package (the
+ *    testkit's verifyWithStandardWebhooks);
  * 8. prints a table with the goals; stops everything it started by pid and removes its temp
  *    dirs, also on failure, timeout or Ctrl-C.
  *
@@ -32,16 +32,13 @@
  * BENCH_QUIET_WAIT_SECONDS (how long to wait for other benchmarks to end, 900),
  * BENCH_LOG_DIR.
  */
-import { rmSync } from "node:fs"
-import { createRequire } from "node:module"
 import { availableParallelism, cpus } from "node:os"
-import { join } from "node:path"
-import { Burnbox, root, sampleWaits, Session, waitsByStatementText, waitsText } from "./lib/burnbox.ts"
+import { type ReceivedRequest, SmtpClient, startReceiver, verifyWithStandardWebhooks } from "@burnbox/testkit"
+import { Burnbox, sampleWaits, Session, waitsByStatementText, waitsText } from "./lib/burnbox.ts"
 import { cpuShare, cpuSnapshot, distribution, type Distribution, envInt, epochMs, fmt, loadAverage, median, serverCpuCell, sleep, table } from "./lib/common.ts"
 import { interferenceNote, waitForQuietMachine } from "./lib/quiet.ts"
-import { makeTestCertificates } from "@burnbox/testkit/Receiver"
-import { type Arrival, eventIds, startReceiver, summarizeProfile } from "./lib/receiver.ts"
-import { countsText, type Delivery, messageFactory, runSmtpLoad, SmtpConnection } from "./lib/smtp.ts"
+import { eventIds, summarizeProfile } from "./lib/profile.ts"
+import { countsText, type Delivery, messageFactory, runSmtpLoad } from "./lib/smtp.ts"
 
 const session = new Session("bench:webhooks")
 const log = session.log
@@ -68,24 +65,33 @@ const overallTimeoutMs = 5 * 60_000 + latencyMessages * 12_000 + rateSeconds * 1
 const ms = (n: number, digits = 1) => fmt(n, digits)
 const dist = (d: Distribution) => `p50 ${ms(d.p50)}, p95 ${ms(d.p95)}, p99 ${ms(d.p99)}, max ${ms(d.max)} ms (n=${d.count})`
 
-interface StandardWebhook {
-  verify(payload: string, headers: Record<string, string>): unknown
+/** What the benchmark reads of a delivery: when it arrived, its webhook-id, its type and message. */
+interface Arrival {
+  readonly at: number
+  readonly webhookId: string
+  readonly type: string
+  readonly messageId: number | undefined
 }
-const loadStandardWebhooks = (): { Webhook: new (secret: string) => StandardWebhook } | string => {
+
+const arrivalOf = (request: ReceivedRequest): Arrival => {
+  let type = ""
+  let messageId: number | undefined
   try {
-    return createRequire(join(root, "packages/testkit/package.json"))("standardwebhooks") as { Webhook: new (secret: string) => StandardWebhook }
-  } catch (error) {
-    return error instanceof Error ? error.message : String(error)
+    const body = JSON.parse(request.text) as { type?: string; data?: { message_id?: unknown } }
+    type = String(body.type)
+    messageId = typeof body.data?.message_id === "number" ? body.data.message_id : undefined
+  } catch {
+    // not the JSON envelope: counted as no type
   }
+  return { at: request.receivedAt, webhookId: String(request.headers["webhook-id"]), type, messageId }
 }
 
 const main = async (): Promise<number> => {
   out(`# bench-webhooks: deliveries/s and SMTP 250 -> webhook latency`)
   out(`machine: ${availableParallelism()} cores (${cpus()[0]?.model ?? "?"}), Node ${process.version}, load average ${loadAverage()}`)
 
-  const certificates = makeTestCertificates()
-  session.onCleanup(() => rmSync(certificates.dir, { recursive: true, force: true }))
-  const receiver = await startReceiver(certificates, 5)
+  const receiver = await startReceiver()
+  const certificates = receiver.certificates
   session.onCleanup(() => receiver.close())
   const profileDir = profile ? session.tempDir("burnbox-bench-webhooks-prof-") : undefined
   if (profileDir !== undefined) process.env["BENCH_NODE_ARGS"] = `--cpu-prof --cpu-prof-dir=${profileDir}`
@@ -105,7 +111,7 @@ const main = async (): Promise<number> => {
   const alias = await service.claimAlias(token)
   const secrets: Array<string> = []
   for (let n = 1; n <= endpoints; n++) {
-    const created = await service.api("POST", "/api/v1/webhooks", token, { name: `bench ${n}`, url: receiver.url(`/hook/${n}`), subscription: { mode: "all" } })
+    const created = await service.api("POST", "/api/v1/webhooks", token, { name: `bench ${n}`, url: `${receiver.url}/${n}`, subscription: { mode: "all" } })
     const secret = (created.body as { secret?: string } | undefined)?.secret
     if ((created.status !== 200 && created.status !== 201) || secret === undefined) throw new Error(`POST /api/v1/webhooks answered ${created.status}: ${created.text}`)
     secrets.push(secret)
@@ -116,7 +122,8 @@ const main = async (): Promise<number> => {
   // Arrivals by message id and type, to match 250s with their webhooks.
   const byMessage = new Map<number, Map<string, Arrival>>()
   const waiters = new Map<number, () => void>()
-  receiver.onArrival = (arrival) => {
+  receiver.onRequest = (request) => {
+    const arrival = arrivalOf(request)
     if (arrival.messageId === undefined) return
     let types = byMessage.get(arrival.messageId)
     if (types === undefined) byMessage.set(arrival.messageId, types = new Map())
@@ -148,17 +155,11 @@ const main = async (): Promise<number> => {
 
   // -- latency, one message at a time ---------------------------------------------------------
   out(await waitForQuietMachine(log, "the sequential latency run", { own }))
-  const connection = await SmtpConnection.open(service.smtpPort)
+  const connection = await SmtpClient.connect(service.smtpPort, { ehlo: "bench.localhost" })
   const sendOne = async (index: number): Promise<{ id: number; at: number }> => {
     const message = factory.make(index)
-    connection.write(`MAIL FROM:<${message.from}>\r\nRCPT TO:<${message.to}>\r\nDATA\r\n`)
-    const replies = [await connection.reply(), await connection.reply(), await connection.reply()]
-    if (replies[2]!.code !== 354) throw new Error(`SMTP envelope refused: ${replies.map((r) => `${r.code} ${r.text}`).join(" / ")}`)
-    connection.socket.cork()
-    connection.write(message.data)
-    connection.write(".\r\n")
-    connection.socket.uncork()
-    const reply = await connection.reply()
+    const { envelope, reply } = await connection.transaction(message.from, message.to, message.data, { stuffed: true })
+    if (reply === undefined) throw new Error(`SMTP envelope refused: ${envelope.map((r) => `${r.code} ${r.text}`).join(" / ")}`)
     const at = epochMs()
     const id = storedId(reply.text)
     if (reply.code !== 250 || id === undefined) throw new Error(`SMTP DATA answered ${reply.code} ${reply.text}`)
@@ -277,12 +278,12 @@ const main = async (): Promise<number> => {
   const idsOut = eventIds(events)
   const wanted = new Set(idsOut)
   const throughputArrivals: Array<number> = []
-  const previous = receiver.onArrival
-  receiver.onArrival = (arrival) => {
-    if (wanted.has(arrival.webhookId)) throughputArrivals.push(arrival.at)
-    previous?.(arrival)
+  const previous = receiver.onRequest
+  receiver.onRequest = (request) => {
+    if (wanted.has(String(request.headers["webhook-id"]))) throughputArrivals.push(request.receivedAt)
+    previous?.(request)
   }
-  receiver.keepNext(3)
+  const throughputFrom = receiver.requests.length
   const connectionsBefore = receiver.connections()
   const waits = sampleWaits(await service.db(), 50)
   const cpuBefore = cpuSnapshot(service.pid)
@@ -311,7 +312,7 @@ const main = async (): Promise<number> => {
   const cpu = cpuShare(cpuBefore, cpuSnapshot(service.pid))
   note("the throughput run")
   const waited = await waits.stop()
-  receiver.onArrival = previous
+  receiver.onRequest = previous
   const arrivals = [...throughputArrivals].sort((a, b) => a - b)
   const q = (p: number) => arrivals[Math.min(arrivals.length - 1, Math.max(0, Math.floor(p * arrivals.length) - 1))]!
   const steady = arrivals.length >= 20 ? (0.8 * arrivals.length) / ((q(0.9) - q(0.1)) / 1000) : Number.NaN
@@ -330,37 +331,21 @@ const main = async (): Promise<number> => {
   )).rows[0]
 
   // -- signatures -----------------------------------------------------------------------------
-  const sw = loadStandardWebhooks()
-  let verification: string
-  if (typeof sw === "string") {
-    verification = `skipped: standardwebhooks did not resolve (${sw})`
-  } else {
-    let ok = 0
-    const problems: Array<string> = []
-    for (const k of receiver.kept) {
-      const endpoint = Number(/\/hook\/(\d+)/.exec(k.path)?.[1] ?? 1)
-      const headers = {
-        "webhook-id": String(k.headers["webhook-id"]),
-        "webhook-timestamp": String(k.headers["webhook-timestamp"]),
-        "webhook-signature": String(k.headers["webhook-signature"])
-      }
-      const secretsToTry = [secrets[endpoint - 1] ?? secrets[0]!]
-      let verified = false
-      for (const secret of secretsToTry) {
-        try {
-          const body = new sw.Webhook(secret).verify(k.text, headers) as { id?: string }
-          if (body.id !== headers["webhook-id"]) throw new Error(`body id ${body.id} is not webhook-id ${headers["webhook-id"]}`)
-          verified = true
-          break
-        } catch (error) {
-          if (secretsToTry.length === 1) problems.push(error instanceof Error ? error.message : String(error))
-        }
-      }
-      if (verified) ok++
+  // The first deliveries and three of the throughput run, checked with the official package.
+  const checked = [...receiver.requests.slice(0, 5), ...receiver.requests.slice(throughputFrom, throughputFrom + 3)]
+  let ok = 0
+  const problems: Array<string> = []
+  for (const request of checked) {
+    const endpoint = Number(/\/hook\/(\d+)/.exec(request.path)?.[1] ?? 1)
+    try {
+      const body = verifyWithStandardWebhooks(secrets[endpoint - 1] ?? secrets[0]!, request) as { id?: string }
+      if (body.id !== request.headers["webhook-id"]) throw new Error(`body id ${body.id} is not webhook-id ${String(request.headers["webhook-id"])}`)
+      ok++
+    } catch (error) {
+      problems.push(error instanceof Error ? error.message : String(error))
     }
-    verification = `${ok} of ${receiver.kept.length} deliveries verified with standardwebhooks (resolved through packages/testkit/package.json, ` +
-      `it does not resolve from scripts/)${problems.length > 0 ? `; failures: ${problems.join("; ")}` : ""}`
   }
+  const verification = `${ok} of ${checked.length} deliveries verified with standardwebhooks${problems.length > 0 ? `; failures: ${problems.join("; ")}` : ""}`
 
   // -- report ---------------------------------------------------------------------------------
   out()

@@ -1,31 +1,18 @@
 /**
  * smtp-server alone, the SMTP library burnbox (and maildev) is built on, with burnbox's options
  * and nothing behind it: each message is read to its end and answered 250, nothing is stored.
- * bench-smtp.ts measures it as the ceiling of that library on this machine.
+ * bench-smtp.ts and bench-bigmail.ts measure it as the ceiling of that library on this machine.
  *
- * Usage: node scripts/lib/bare-smtp-server.ts <port>
+ * Usage: node packages/bench/src/lib/bare-smtp-server.ts <port>
  */
-import { createRequire } from "node:module"
-
-/** The part of smtp-server's interface used here (the library is a dependency of packages/ingest, not of scripts). */
-interface DataStream {
-  readonly sizeExceeded: boolean
-  on(event: "data" | "end", listener: () => void): void
-}
-type Reply = (error: Error | null, message?: string) => void
-interface SMTPServerClass {
-  new(options: Record<string, unknown> & { onData(stream: DataStream, session: unknown, callback: Reply): void }): {
-    listen(port: number, host: string): void
-    close(callback: () => void): void
-  }
-}
-const { SMTPServer } = createRequire(new URL("../../packages/ingest/package.json", import.meta.url))("smtp-server") as { SMTPServer: SMTPServerClass }
+import { SMTPServer } from "smtp-server"
 
 const server = new SMTPServer({
   name: "bare.localhost",
   banner: "smtp-server alone, discarding",
   disabledCommands: ["AUTH", "STARTTLS"],
   authOptional: true,
+  // the greeting delay as an option: burnbox's patch of smtp-server (pnpm-workspace.yaml)
   earlyTalkerDelay: 0,
   disableReverseLookup: true,
   size: 15_728_640,

@@ -4,7 +4,7 @@
  * smtp-sink (a discard sink: the ceiling). Goals: >= 2,000 messages/s, >= 4x maildev and
  * >= 0.3x smtp-sink (design/benchmarks.md: measure side by side, quote ratios).
  *
- * Usage: pnpm exec node scripts/bench-smtp.ts
+ * Usage: pnpm bench:smtp
  *
  * What it does:
  * 1. finds smtp-source/smtp-sink (Postfix) and maildev; a missing tool is reported with how to
@@ -13,7 +13,7 @@
  *    PostgreSQL) on a temp data dir; creates a pro account with raised limits and quota and a
  *    token, and claims an alias over the API (the recipient of the burnbox load); also
  *    BENCH_SPREAD_ACCOUNTS more accounts with one alias each, for a diagnostic row;
- * 3. starts smtp-sink, maildev and smtp-server alone (scripts/lib/bare-smtp-server.ts: the SMTP
+ * 3. starts smtp-sink, maildev and smtp-server alone (lib/bare-smtp-server.ts: the SMTP
  *    library burnbox is built on, with burnbox's options, storing nothing: the ceiling of that
  *    library here) on 127.0.0.1;
  * 4. table 1, the same generator for all four targets: this script's node:net SMTP client with
@@ -44,8 +44,9 @@
  */
 import { type ChildProcess } from "node:child_process"
 import { availableParallelism, cpus } from "node:os"
+import { listenerPorts } from "@burnbox/testkit"
 import { Burnbox, type PgClient, sampleWaits, serviceSource, Session, waitsByStatementText, waitsText } from "./lib/burnbox.ts"
-import { cpuShare, cpuSnapshot, type CpuShare, envInt, fmt, freePorts, loadAverage, median, serverCpuCell, sleep, table } from "./lib/common.ts"
+import { cpuShare, cpuSnapshot, type CpuShare, envInt, fmt, loadAverage, median, serverCpuCell, sleep, table } from "./lib/common.ts"
 import { countsText, findTools, type LoadResult, messageFactory, runSmtpLoad, runSmtpSource, startBareSmtpServer, startMaildev, startSmtpSink } from "./lib/smtp.ts"
 
 const connections = envInt("BENCH_CONNECTIONS", 50, 1)
@@ -129,7 +130,7 @@ const main = async (): Promise<number> => {
   }
 
   // ---- references
-  const [sinkPort, maildevPort, maildevWebPort, barePort] = (await freePorts(4)) as [number, number, number, number]
+  const [sinkPort, maildevPort, maildevWebPort, barePort] = (await listenerPorts(4)) as [number, number, number, number]
   let sink: ChildProcess | undefined
   let maildev: ChildProcess | undefined
   if (tools.smtpSink !== undefined) {
@@ -459,11 +460,14 @@ const main = async (): Promise<number> => {
   const sourceBurnbox = rateOf(crossRows, "burnbox", "smtp-source -d")
   const bareRate = rateOf(rows, "smtp-server alone", "node pipelined")
   const sourceBare = rateOf(crossRows, "smtp-server alone", "smtp-source -d")
+  // A reference tool that is not installed is unavailable (NOTE below says how to install it), not a failure.
+  const unavailable = "unavailable"
+  const withSource = (cell: string) => tools.smtpSource === undefined ? unavailable : cell
   out.push(table([`summary (median of ${rounds} round(s))`, "node pipelined, 50 conns", "smtp-source -d"], [
-    ["burnbox", fmt(burnboxRate), `${fmt(sourceBurnbox)} (${Math.min(connections, burnboxPerAddress)} sessions)`],
-    ["maildev 2.2.1", fmt(maildevRate), fmt(sourceMaildev)],
-    ["smtp-sink (discards)", fmt(sinkRate), fmt(sourceSink)],
-    ["smtp-server alone (burnbox's library, discards)", fmt(bareRate), fmt(sourceBare)],
+    ["burnbox", fmt(burnboxRate), withSource(`${fmt(sourceBurnbox)} (${Math.min(connections, burnboxPerAddress)} sessions)`)],
+    ["maildev 2.2.1", tools.maildev === undefined ? unavailable : fmt(maildevRate), tools.maildev === undefined ? unavailable : withSource(fmt(sourceMaildev))],
+    ["smtp-sink (discards)", tools.smtpSink === undefined ? unavailable : fmt(sinkRate), tools.smtpSink === undefined ? unavailable : withSource(fmt(sourceSink))],
+    ["smtp-server alone (burnbox's library, discards)", fmt(bareRate), withSource(fmt(sourceBare))],
     ["ratio burnbox / maildev (same generator)", Number.isFinite(vsMaildev) ? `${vsMaildev.toFixed(2)}x` : "-", "-"],
     ["ratio burnbox / smtp-sink (same generator)", Number.isFinite(vsSink) ? `${vsSink.toFixed(3)}x` : "-", "-"]
   ]))

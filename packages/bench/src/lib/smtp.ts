@@ -1,8 +1,8 @@
 /**
- * SMTP load for the benchmark scripts: a raw `node:net` SMTP client with PIPELINING (one write
- * of MAIL+RCPT+DATA, then the body), a closed-loop or paced load generator over many
- * connections that records every reply, 5 KB test messages carrying a code, and the external
- * reference tools (Postfix smtp-source/smtp-sink, maildev) with install hints when missing.
+ * SMTP load for the benchmarks: a closed-loop or paced load generator over many connections of
+ * the testkit's SmtpClient (with PIPELINING: one write of MAIL+RCPT+DATA, then the body) that
+ * records every reply, 5 KB test messages carrying a code, and the external reference tools
+ * (Postfix smtp-source/smtp-sink, maildev) with install hints when missing.
  *
  * All traffic goes to 127.0.0.1. Connections may bind distinct loopback source addresses
  * (127.0.0.2, 127.0.0.3, ...), so 50 connections look like 50 sending hosts: burnbox limits
@@ -11,121 +11,12 @@
  */
 import type { ChildProcess } from "node:child_process"
 import { accessSync, constants, existsSync } from "node:fs"
-import { connect, type Socket } from "node:net"
 import { userInfo } from "node:os"
 import { delimiter, join } from "node:path"
 import { fileURLToPath } from "node:url"
-import { exited, sleep, waitForExit } from "./common.ts"
-import { type Session, smtpGreets } from "./burnbox.ts"
-
-// ---------------------------------------------------------------------------------------------
-// One SMTP connection, promise-based
-
-export interface Reply {
-  readonly code: number
-  readonly text: string
-}
-
-export class SmtpConnection {
-  readonly socket: Socket
-  private buffer = ""
-  private readonly replies: Array<Reply> = []
-  private readonly waiters: Array<{ ok: (reply: Reply) => void; fail: (error: Error) => void }> = []
-  private pendingLines: Array<string> = []
-  closedError: Error | undefined
-  extensions: ReadonlyArray<string> = []
-
-  private constructor(socket: Socket) {
-    this.socket = socket
-    socket.setNoDelay(true)
-    socket.setEncoding("latin1")
-    socket.on("data", (chunk: string) => this.onData(chunk))
-    const close = (error: Error) => {
-      if (this.closedError !== undefined) return
-      this.closedError = error
-      for (const waiter of this.waiters.splice(0)) waiter.fail(error)
-    }
-    socket.on("error", (error) => close(error))
-    socket.on("close", () => close(new Error("connection closed")))
-  }
-
-  /** Connects, reads the greeting and says EHLO. Throws with the reply when the greeting is not 220. */
-  static async open(port: number, options: { localAddress?: string | undefined; ehlo?: string; timeoutMs?: number } = {}): Promise<SmtpConnection> {
-    const socket = connect({ port, host: "127.0.0.1", ...(options.localAddress === undefined ? {} : { localAddress: options.localAddress }) })
-    const connection = new SmtpConnection(socket)
-    const timeoutMs = options.timeoutMs ?? 30_000
-    socket.setTimeout(timeoutMs, () => socket.destroy(new Error(`no answer within ${timeoutMs / 1000} s`)))
-    const greeting = await connection.reply()
-    if (greeting.code !== 220) {
-      socket.destroy()
-      throw new SmtpRefusal("greeting", greeting)
-    }
-    connection.write(`EHLO ${options.ehlo ?? "bench.localhost"}\r\n`)
-    const ehlo = await connection.reply()
-    if (ehlo.code !== 250) {
-      socket.destroy()
-      throw new SmtpRefusal("EHLO", ehlo)
-    }
-    connection.extensions = ehlo.text.split("\n").slice(1).map((l) => l.split(" ")[0]!.toUpperCase())
-    return connection
-  }
-
-  get pipelining() {
-    return this.extensions.includes("PIPELINING")
-  }
-
-  write(data: string | Buffer) {
-    this.socket.write(data)
-  }
-
-  /** The next complete (possibly multi-line) reply. */
-  reply(): Promise<Reply> {
-    const ready = this.replies.shift()
-    if (ready !== undefined) return Promise.resolve(ready)
-    if (this.closedError !== undefined) return Promise.reject(this.closedError)
-    return new Promise((ok, fail) => this.waiters.push({ ok, fail }))
-  }
-
-  private onData(chunk: string) {
-    this.buffer += chunk
-    let at: number
-    while ((at = this.buffer.indexOf("\r\n")) >= 0) {
-      const line = this.buffer.slice(0, at)
-      this.buffer = this.buffer.slice(at + 2)
-      this.pendingLines.push(line.slice(4))
-      if (line[3] === "-") continue
-      const reply = { code: Number(line.slice(0, 3)), text: this.pendingLines.join("\n") }
-      this.pendingLines = []
-      const waiter = this.waiters.shift()
-      if (waiter !== undefined) waiter.ok(reply)
-      else this.replies.push(reply)
-    }
-  }
-
-  async quit() {
-    if (this.closedError !== undefined) return
-    try {
-      this.write("QUIT\r\n")
-      await Promise.race([this.reply(), sleep(1_000)])
-    } catch {
-      // closing anyway
-    }
-    this.socket.end()
-    this.socket.destroySoon()
-  }
-
-  destroy() {
-    this.socket.destroy()
-  }
-}
-
-export class SmtpRefusal extends Error {
-  readonly reply: Reply
-  constructor(stage: string, reply: Reply) {
-    super(`${stage}: ${reply.code} ${reply.text}`)
-    this.reply = reply
-  }
-}
+import { exited, SmtpClient, type SmtpReply, SmtpRefusal, waitForExit } from "@burnbox/testkit"
+import { sleep } from "./common.ts"
+import type { Session } from "./burnbox.ts"
 
 // ---------------------------------------------------------------------------------------------
 // Messages
@@ -211,7 +102,7 @@ export interface Delivery {
   readonly sentAt: number
   /** epoch ms when the reply to the body arrived */
   readonly repliedAt: number
-  readonly reply: Reply
+  readonly reply: SmtpReply
 }
 
 export interface LoadOptions {
@@ -292,12 +183,12 @@ export const runSmtpLoad = async (options: LoadOptions): Promise<LoadResult> => 
   // figures measure mail, not connection setup (smtp-server delays its greeting 100 ms and
   // looks the client's address up in DNS first).
   const sourceOf = (slot: number) => options.sourceAddresses > 0 ? `127.0.0.${2 + (slot % options.sourceAddresses)}` : undefined
-  const preopened: Array<SmtpConnection | undefined> = []
+  const preopened: Array<SmtpClient | undefined> = []
   const connectStarted = performance.now()
   if (options.connectionPerMessage !== true) {
     await Promise.all(Array.from({ length: options.connections }, async (_, slot) => {
       try {
-        preopened[slot] = await SmtpConnection.open(options.port, { localAddress: sourceOf(slot) })
+        preopened[slot] = await SmtpClient.connect(options.port, { localAddress: sourceOf(slot), ehlo: "bench.localhost" })
         connectionsOpened++
       } catch (error) {
         bump(errors, `connect: ${error instanceof Error ? error.message.slice(0, 100) : String(error)}`)
@@ -347,7 +238,7 @@ export const runSmtpLoad = async (options: LoadOptions): Promise<LoadResult> => 
 
   const worker = async (slot: number) => {
     const localAddress = sourceOf(slot)
-    let connection: SmtpConnection | undefined = preopened[slot]
+    let connection: SmtpClient | undefined = preopened[slot]
     let pending: { index: number; dueAt: number } | undefined
     for (;;) {
       const job = pending ?? await take()
@@ -356,43 +247,27 @@ export const runSmtpLoad = async (options: LoadOptions): Promise<LoadResult> => 
       pending = undefined
       let bodyWritten = false
       try {
-        if (connection === undefined || connection.closedError !== undefined) {
-          connection = await SmtpConnection.open(options.port, { localAddress })
+        if (connection === undefined || connection.closed) {
+          connection = await SmtpClient.connect(options.port, { localAddress, ehlo: "bench.localhost" })
           connectionsOpened++
         }
         const c = connection
         const message = options.make(job.index, slot)
         const startLag = performance.timeOrigin + performance.now() - job.dueAt
         if (paced && startLag > maxStartLagMs) maxStartLagMs = startLag
-        const envelope = [`MAIL FROM:<${message.from}>\r\n`, `RCPT TO:<${message.to}>\r\n`, "DATA\r\n"]
-        let replies: Array<Reply>
-        if (c.pipelining) {
-          c.write(envelope.join(""))
-          replies = [await c.reply(), await c.reply(), await c.reply()]
-        } else {
-          replies = []
-          for (const command of envelope) {
-            c.write(command)
-            const reply = await c.reply()
-            replies.push(reply)
-            if (reply.code >= 400) break
+        let sentAt = 0
+        const { envelope, reply } = await c.transaction(message.from, message.to, message.data, {
+          stuffed: true,
+          onSent: () => {
+            bodyWritten = true
+            bodiesSent++
+            sentAt = performance.timeOrigin + performance.now()
           }
-        }
-        const last = replies[replies.length - 1]!
-        if (last.code !== 354) {
-          const failed = replies.find((r) => r.code >= 400) ?? last
+        })
+        if (reply === undefined) {
+          const failed = envelope.find((r) => r.code >= 400) ?? envelope[envelope.length - 1]!
           bump(rejected, `${failed.code} ${failed.text.slice(0, 80)}`)
-          c.write("RSET\r\n")
-          await c.reply()
         } else {
-          c.socket.cork()
-          c.write(message.data)
-          c.write(".\r\n")
-          c.socket.uncork()
-          bodyWritten = true
-          bodiesSent++
-          const sentAt = performance.timeOrigin + performance.now()
-          const reply = await c.reply()
           const repliedAt = performance.timeOrigin + performance.now()
           endedAt = repliedAt
           if (reply.code >= 200 && reply.code < 300) accepted++
@@ -486,7 +361,7 @@ export const findTools = (): Tools => {
 
 const waitGreeting = async (child: ChildProcess, port: number, name: string, timeoutMs: number) => {
   const deadline = Date.now() + timeoutMs
-  while (!(await smtpGreets(port, 1_000))) {
+  while (!(await SmtpClient.greets(port, 1_000))) {
     if (exited(child)) throw new Error(`${name} exited during startup (code ${child.exitCode})`)
     if (Date.now() > deadline) throw new Error(`${name} did not greet on 127.0.0.1:${port} within ${timeoutMs / 1000} s`)
     await sleep(100)
@@ -511,7 +386,7 @@ export const startSmtpSink = (session: Session, bin: string, port: number): Prom
   // As root smtp-sink must drop privileges to an unprivileged user: Postfix's own `postfix`.
   startReference(session, "smtp-sink", bin, [...(userInfo().uid === 0 ? ["-u", "postfix"] : []), `127.0.0.1:${port}`, "1000"], port, 10_000)
 
-/** smtp-server alone (scripts/lib/bare-smtp-server.ts: burnbox's SMTP library, storing nothing) on 127.0.0.1. */
+/** smtp-server alone (lib/bare-smtp-server.ts: burnbox's SMTP library, storing nothing) on 127.0.0.1. */
 export const startBareSmtpServer = (session: Session, port: number): Promise<ChildProcess> =>
   startReference(session, "smtp-server alone", process.execPath, [fileURLToPath(new URL("./bare-smtp-server.ts", import.meta.url)), String(port)], port, 10_000)
 

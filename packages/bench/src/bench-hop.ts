@@ -11,9 +11,8 @@
  * Usage: ./pnpmw bench:hop   (HOP_MESSAGES, default 3000)
  */
 import { cpuUsage } from "node:process"
-import { DnsResolver, MailWorkers } from "@burnbox/worker"
-import { doMailWork, workableInline } from "@burnbox/worker/pipeline/MailWork"
-import { inlineWorstCases } from "@burnbox/testkit/HostileMail"
+import { inlineWorstCases } from "@burnbox/testkit"
+import { DnsResolver, doMailWork, MailWorkers, workableInline } from "@burnbox/worker"
 import { Effect, Layer } from "effect"
 import { distribution, envInt, fmt, table } from "./lib/common.ts"
 import { messageFactory } from "./lib/smtp.ts"

@@ -3,7 +3,7 @@
  * message is processed and its code readable over the API. Goal: p50 <= 20 ms, p99 <= 100 ms
  * at 500 messages/s.
  *
- * Usage: pnpm exec node scripts/bench-pipeline.ts
+ * Usage: ./pnpmw bench:pipeline (bench:hostile: with hostile mail)
  *
  * What it does:
  * 1. starts `burnbox start` (API, SMTP ingest and pipeline worker in one process, embedded
@@ -54,8 +54,7 @@
  */
 import { promises as dns } from "node:dns"
 import { connect } from "node:net"
-import { hostileMails } from "@burnbox/testkit/HostileMail"
-import { dotStuff, SmtpClient } from "@burnbox/testkit/SmtpClient"
+import { dotStuff, hostileMails, SmtpClient } from "@burnbox/testkit"
 import { availableParallelism, cpus } from "node:os"
 import { Burnbox, sampleWaits, serviceSource, Session, waitsByStatementText, waitsText } from "./lib/burnbox.ts"
 import { cpuShare, cpuSnapshot, distribution, type Distribution, envInt, epochMs, fmt, loadAverage, serverCpuCell, sleep, table } from "./lib/common.ts"

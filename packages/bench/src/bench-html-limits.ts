@@ -13,8 +13,8 @@
  */
 import { availableParallelism, cpus, loadavg } from "node:os"
 import { isMainThread, parentPort, Worker, workerData } from "node:worker_threads"
-import { analyzeMessage } from "@burnbox/domain/mail/analyze"
 import {
+  analyzeMessage,
   checkHtmlLimits,
   HtmlMaxAttributes,
   HtmlMaxDepth,
@@ -22,10 +22,10 @@ import {
   HtmlMaxElements,
   HtmlMaxEndTags,
   HtmlMaxStyleChars,
-  HtmlMaxTextPieces
-} from "@burnbox/domain/mail/limits"
-import type { ParsedMessage } from "@burnbox/domain/mail/parse"
-import { sanitizeEmailHtml } from "@burnbox/domain/mail/sanitize"
+  HtmlMaxTextPieces,
+  type ParsedMessage,
+  sanitizeEmailHtml
+} from "@burnbox/domain/mail/index"
 
 /** The message size cap: no HTML body is larger. */
 const MaxBytes = 15 * 1024 * 1024

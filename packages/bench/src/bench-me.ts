@@ -15,35 +15,19 @@
  *    warm-up, then a measured run;
  * 6. prints a table (requests/s, 2xx/s, p50, p99, non-2xx, errors), the ratio and the goals;
  * 7. stops both servers by pid (SIGINT to burnbox, waiting for it so its PostgreSQL shuts down
- *    cleanly) and removes the temp dir, also on failure, timeout or Ctrl-C.
+ *    cleanly) and removes the temp dir, also on failure, timeout or Ctrl-C (lib/burnbox.ts).
  *
  * Environment: BENCH_SECONDS (measured seconds per run, default 10), BENCH_WARMUP_SECONDS
  * (default 2), BENCH_CONNECTIONS (default 50), BENCH_ROUNDS (default 1; with more rounds the
  * order alternates burnbox/bare, bare/burnbox, ... and the summary shows medians),
  * BENCH_LOG_DIR (where the service's output is kept, default the OS temp dir).
  */
-import { type ChildProcess, spawn } from "node:child_process"
-import { createWriteStream, mkdtempSync, readFileSync, rmSync, type WriteStream } from "node:fs"
+import type { ChildProcess } from "node:child_process"
 import { createRequire } from "node:module"
-import { availableParallelism, cpus, loadavg, tmpdir } from "node:os"
-import { join, resolve } from "node:path"
-import { clusterLocation, removeCluster } from "@burnbox/store"
-import {
-  cpuShare,
-  type CpuShare,
-  cpuSnapshot,
-  envInt,
-  exited,
-  fmt,
-  freePorts,
-  median,
-  rssOf,
-  serverCpuCell,
-  sleep,
-  table,
-  waitForExit,
-  withTimeout
-} from "./lib/common.ts"
+import { availableParallelism, cpus, loadavg } from "node:os"
+import { listenerPorts } from "@burnbox/testkit"
+import { Burnbox, Session } from "./lib/burnbox.ts"
+import { cpuShare, type CpuShare, cpuSnapshot, envInt, fmt, median, rssOf, serverCpuCell, table, withTimeout } from "./lib/common.ts"
 
 // ---------------------------------------------------------------------------------------------
 // autocannon has no bundled types and @types/autocannon is not a dependency; describe the small
@@ -91,162 +75,21 @@ const autocannon = createRequire(import.meta.url)("autocannon") as Autocannon
 // ---------------------------------------------------------------------------------------------
 // Settings
 
-const root = resolve(import.meta.dirname, "..")
-const cliMain = join(root, "packages/cli/src/main.ts")
-const node = process.execPath // the real Node 24 binary, not the node_modules/.bin/node shell wrapper
-
 const seconds = envInt("BENCH_SECONDS", 10, 1)
 const warmupSeconds = envInt("BENCH_WARMUP_SECONDS", 2, 0)
 const connections = envInt("BENCH_CONNECTIONS", 50, 1)
 const rounds = envInt("BENCH_ROUNDS", 1, 1)
-const logDir = process.env["BENCH_LOG_DIR"] ?? tmpdir()
 
 const goalRps = 10_000
 const goalRatio = 0.2
 const email = "bench@example.com"
 
-const startupTimeoutMs = 120_000
-const cliTimeoutMs = 60_000
-const stopTimeoutMs = 30_000
 /** A hard bound on the whole script: startup, CLI, all runs, shutdown, with slack. */
-const overallTimeoutMs = startupTimeoutMs + 3 * cliTimeoutMs + stopTimeoutMs + rounds * 2 * (seconds + warmupSeconds + 15) * 1000 + 30_000
+const overallTimeoutMs = 120_000 + 3 * 60_000 + 30_000 + rounds * 2 * (seconds + warmupSeconds + 15) * 1000 + 30_000
 
 const cores = availableParallelism()
-const stamp = new Date().toISOString().replace(/[:.]/g, "-")
-const log = (line: string) => process.stderr.write(`[bench:me] ${line}\n`)
-
-// ---------------------------------------------------------------------------------------------
-// Small helpers
-
-// ---------------------------------------------------------------------------------------------
-// Process bookkeeping: everything started here is stopped here, by pid, exactly once.
-
-let dataDir: string | undefined
-let burnbox: ChildProcess | undefined
-let bare: ChildProcess | undefined
-let serviceLog: WriteStream | undefined
-/** Appends to the service log until cleanup closes it (late stdio chunks are dropped). */
-const writeLog = (text: string) => {
-  if (serviceLog !== undefined && !serviceLog.writableEnded) serviceLog.write(text)
-}
-const serviceLogPath = join(logDir, `burnbox-bench-me-${stamp}.log`)
-let cleanupPromise: Promise<void> | undefined
-
-/** The embedded PostgreSQL postmaster's pid, from its pid file, if it is still running. */
-const postmasterPid = (): number | undefined => {
-  if (dataDir === undefined) return undefined
-  try {
-    const pid = Number(readFileSync(join(clusterLocation(dataDir, { create: false }).pgdata, "postmaster.pid"), "utf8").split("\n")[0])
-    if (!Number.isInteger(pid) || pid <= 0) return undefined
-    process.kill(pid, 0)
-    return pid
-  } catch {
-    return undefined
-  }
-}
-
-const stopChild = async (child: ChildProcess | undefined, name: string, signal: NodeJS.Signals): Promise<void> => {
-  if (child === undefined || child.pid === undefined || exited(child)) return
-  log(`stopping ${name} (pid ${child.pid}) with ${signal}`)
-  child.kill(signal)
-  if (await waitForExit(child, stopTimeoutMs)) return
-  log(`${name} (pid ${child.pid}) did not exit within ${stopTimeoutMs / 1000} s; sending SIGKILL`)
-  child.kill("SIGKILL")
-  await waitForExit(child, 5_000)
-}
-
-const cleanup = (): Promise<void> =>
-  cleanupPromise ??= (async () => {
-    await stopChild(bare, "bare server", "SIGTERM")
-    // SIGINT lets burnbox close its scopes, which stops its embedded PostgreSQL (fast shutdown).
-    await stopChild(burnbox, "burnbox", "SIGINT")
-    // Only if burnbox died without stopping it: stop the postmaster it started, by its pid.
-    const orphan = postmasterPid()
-    if (orphan !== undefined) {
-      log(`embedded PostgreSQL (pid ${orphan}) still running after burnbox exited; sending SIGINT`)
-      try {
-        process.kill(orphan, "SIGINT")
-        for (let i = 0; i < 100 && postmasterPid() !== undefined; i++) await sleep(100)
-      } catch {
-        // already gone
-      }
-    }
-    if (dataDir !== undefined) {
-      // As root the cluster lives outside the data dir (/var/lib/burnbox/clusters): it goes with it.
-      removeCluster(dataDir)
-      rmSync(dataDir, { recursive: true, force: true })
-      log(`removed ${dataDir}`)
-    }
-    await new Promise<void>((ok) => serviceLog === undefined ? ok() : serviceLog.end(() => ok()))
-  })()
-
-let exiting = false
-const abort = (code: number, why: string) => {
-  if (exiting) return
-  exiting = true
-  log(why)
-  const hardStop = setTimeout(() => process.exit(code), stopTimeoutMs + 15_000)
-  hardStop.unref()
-  void cleanup().finally(() => process.exit(code))
-}
-process.once("SIGINT", () => abort(130, "interrupted; cleaning up"))
-process.once("SIGTERM", () => abort(143, "terminated; cleaning up"))
-const watchdog = setTimeout(() => abort(1, `timed out after ${Math.round(overallTimeoutMs / 1000)} s; cleaning up`), overallTimeoutMs)
-watchdog.unref()
-
-// ---------------------------------------------------------------------------------------------
-// The service
-
-const serviceEnv = (httpPort: number, smtpPort: number): NodeJS.ProcessEnv => {
-  const env: NodeJS.ProcessEnv = { ...process.env }
-  delete env["DATABASE_URL"] // burnbox starts (and the CLI attaches to) its own embedded PostgreSQL
-  return {
-    ...env,
-    BURNBOX_DATA_DIR: dataDir!,
-    BURNBOX_HTTP_PORT: String(httpPort),
-    BURNBOX_SMTP_PORT: String(smtpPort),
-    BURNBOX_HOST: "127.0.0.1"
-  }
-}
-
-const waitUntilAnswering = async (url: string, child: ChildProcess): Promise<number> => {
-  const deadline = Date.now() + startupTimeoutMs
-  while (Date.now() < deadline) {
-    if (exited(child)) throw new Error(`burnbox exited during startup (code ${child.exitCode}, signal ${child.signalCode}); see ${serviceLogPath}`)
-    try {
-      const response = await fetch(url, { signal: AbortSignal.timeout(2_000) })
-      await response.arrayBuffer()
-      return response.status
-    } catch {
-      await sleep(250)
-    }
-  }
-  throw new Error(`burnbox did not answer ${url} within ${startupTimeoutMs / 1000} s; see ${serviceLogPath}`)
-}
-
-/** Runs `burnbox <args>` to completion and parses the one JSON document it prints. */
-const cli = async (env: NodeJS.ProcessEnv, args: ReadonlyArray<string>): Promise<Record<string, unknown>> => {
-  const child = spawn(node, [cliMain, ...args], { cwd: root, env, stdio: ["ignore", "pipe", "pipe"] })
-  let stdout = ""
-  child.stdout!.setEncoding("utf8").on("data", (chunk: string) => stdout += chunk)
-  child.stderr!.on("data", (chunk: Buffer) => writeLog(`[cli ${args.slice(0, 3).join(" ")}] ${chunk.toString("utf8")}`))
-  const done = await waitForExit(child, cliTimeoutMs)
-  if (!done) {
-    child.kill("SIGKILL")
-    await waitForExit(child, 5_000)
-    throw new Error(`burnbox ${args.slice(0, 3).join(" ")} did not finish within ${cliTimeoutMs / 1000} s`)
-  }
-  let parsed: Record<string, unknown>
-  try {
-    parsed = JSON.parse(stdout) as Record<string, unknown>
-  } catch {
-    throw new Error(`burnbox ${args.slice(0, 3).join(" ")} printed no JSON (exit ${child.exitCode}):\n${stdout}`)
-  }
-  if (child.exitCode !== 0 || "error" in parsed) {
-    throw new Error(`burnbox ${args.slice(0, 3).join(" ")} failed (exit ${child.exitCode}): ${JSON.stringify(parsed)}`)
-  }
-  return parsed
-}
+const session = new Session("bench:me")
+const log = session.log
 
 // ---------------------------------------------------------------------------------------------
 // The reference: a bare node:http server returning the same body.
@@ -269,12 +112,10 @@ process.on("SIGTERM", () => server.close(() => process.exit(0)).closeAllConnecti
 `
 
 const startBare = async (port: number, body: string): Promise<ChildProcess> => {
-  const child = spawn(node, ["-e", bareServerSource], {
+  const child = session.spawn("bare server", process.execPath, ["-e", bareServerSource], {
     env: { ...process.env, BENCH_BODY: body, BENCH_PORT: String(port) },
-    stdio: ["ignore", "pipe", "pipe"]
+    stdio: ["ignore", "pipe", "inherit"]
   })
-  bare = child
-  child.stderr!.on("data", (chunk: Buffer) => writeLog(`[bare] ${chunk.toString("utf8")}`))
   await withTimeout(new Promise<void>((ok, fail) => {
     child.stdout!.setEncoding("utf8").on("data", (chunk: string) => chunk.includes("listening") && ok())
     child.once("exit", (code) => fail(new Error(`bare server exited during startup (code ${code})`)))
@@ -310,52 +151,16 @@ const statusSummary = (result: AutocannonResult): string =>
 const servedPerSecond = (result: AutocannonResult): number => result["2xx"] / Math.max(result.duration, 1e-9)
 
 // ---------------------------------------------------------------------------------------------
-// Report
-
-const summarizeServiceLog = (): Array<string> => {
-  let text = ""
-  try {
-    text = readFileSync(serviceLogPath, "utf8")
-  } catch {
-    return ["(service log unreadable)"]
-  }
-  const lines = text.split("\n").filter((l) => l.trim().length > 0)
-  const notable = lines.filter((l) => /error|warn|fail|defect|exception|fatal|panic|unhandled/i.test(l))
-  const out = [`service output: ${lines.length} lines, ${notable.length} mentioning error/warn/fail; full log: ${serviceLogPath}`]
-  for (const l of notable.slice(0, 10)) out.push(`  ${l.length > 200 ? l.slice(0, 200) + "..." : l}`)
-  if (notable.length > 10) out.push(`  ... ${notable.length - 10} more`)
-  return out
-}
-
-// ---------------------------------------------------------------------------------------------
 // Main
 
 const main = async (): Promise<number> => {
-  dataDir = mkdtempSync(join(tmpdir(), "burnbox-bench-me-"))
-  serviceLog = createWriteStream(serviceLogPath)
-  const [httpPort, smtpPort, barePort] = (await freePorts(3)) as [number, number, number]
-  const env = serviceEnv(httpPort, smtpPort)
-  const meUrl = `http://127.0.0.1:${httpPort}/api/v1/me`
+  const service = await Burnbox.create(session, { logName: "bench-me", command: "serve" })
+  session.afterCleanup(() => service.summarizeLog())
+  const [barePort] = (await listenerPorts(1)) as [number]
+  const meUrl = `${service.baseUrl}/api/v1/me`
   const bareUrl = `http://127.0.0.1:${barePort}/api/v1/me`
-
-  log(`data dir ${dataDir}; service output -> ${serviceLogPath}`)
-  log(`starting burnbox serve on 127.0.0.1:${httpPort} (embedded PostgreSQL)`)
-  const started = Date.now()
-  burnbox = spawn(node, [cliMain, "serve"], { cwd: root, env, stdio: ["ignore", "pipe", "pipe"] })
-  burnbox.stdout!.on("data", (chunk: Buffer) => writeLog(`[serve stdout] ${chunk.toString("utf8")}`))
-  burnbox.stderr!.on("data", (chunk: Buffer) => writeLog(`[serve stderr] ${chunk.toString("utf8")}`))
-  burnbox.once("exit", (code, signal) => writeLog(`[serve] exited code=${code} signal=${signal}\n`))
-  const firstStatus = await waitUntilAnswering(meUrl, burnbox)
-  log(`burnbox (pid ${burnbox.pid}) answers GET /api/v1/me with ${firstStatus} after ${((Date.now() - started) / 1000).toFixed(1)} s`)
-
-  const account = await cli(env, ["admin", "account", "create", "--email", email, "--password", "bench password", "--plan", "pro"])
-  log(`account created: ${JSON.stringify(account)}`)
-  const override = await cli(env, ["admin", "account", "override", "--email", email, "--set", "requestsPerMinute=100000000,requestsPerDay=1000000000"])
-  log(`limits raised: requestsPerMinute=${String(override["requestsPerMinute"])} requestsPerDay=${String(override["requestsPerDay"])}`)
-  const token = await cli(env, ["admin", "token", "create", "--email", email, "--scopes", "read", "--name", "bench"])
-  const secret = token["secret"]
-  if (typeof secret !== "string") throw new Error(`token create printed no secret: ${JSON.stringify(token)}`)
-  log(`token created: id ${String(token["id"])}`)
+  await service.start()
+  const secret = await service.setupAccount(email, "read")
   const headers = { authorization: `Bearer ${secret}` }
 
   const check = await fetch(meUrl, { headers, signal: AbortSignal.timeout(10_000) })
@@ -363,11 +168,11 @@ const main = async (): Promise<number> => {
   if (check.status !== 200) throw new Error(`GET /api/v1/me with the token answered ${check.status}: ${body}`)
   log(`GET /api/v1/me with the token: 200, ${Buffer.byteLength(body)} bytes, content-type ${check.headers.get("content-type")}`)
 
-  await startBare(barePort, body)
+  const bare = await startBare(barePort, body)
   const bareCheck = await fetch(bareUrl, { signal: AbortSignal.timeout(10_000) })
   const bareBody = await bareCheck.text()
   if (bareCheck.status !== 200 || bareBody !== body) throw new Error("bare server does not return the same body")
-  log(`bare node:http server (pid ${bare!.pid}) on 127.0.0.1:${barePort} returns the identical body`)
+  log(`bare node:http server (pid ${bare.pid}) on 127.0.0.1:${barePort} returns the identical body`)
 
   const targets: Record<Target, { url: string; headers: Record<string, string> }> = {
     burnbox: { url: meUrl, headers },
@@ -378,22 +183,22 @@ const main = async (): Promise<number> => {
   for (let round = 1; round <= rounds; round++) {
     const order: Array<Target> = round % 2 === 1 ? ["burnbox", "bare"] : ["bare", "burnbox"]
     for (const target of order) {
-      if (exiting) throw new Error("interrupted")
+      session.checkInterrupted()
       const { url, headers: h } = targets[target]
       if (warmupSeconds > 0) {
         log(`round ${round}/${rounds}: ${target} warm-up ${warmupSeconds} s (not counted)`)
         await load(target, url, h, warmupSeconds)
       }
       log(`round ${round}/${rounds}: ${target} measured ${seconds} s, ${connections} connections`)
-      const serverPid = target === "burnbox" ? burnbox.pid : bare!.pid
+      const serverPid = target === "burnbox" ? service.pid : bare.pid
       const before = cpuSnapshot(serverPid)
       const result = await load(target, url, h, seconds)
       const cpu = cpuShare(before, cpuSnapshot(serverPid))
       runs.push({ target, round, result, cpu })
-      if (target === "burnbox" && exited(burnbox)) throw new Error("burnbox exited during the load")
+      if (target === "burnbox") service.checkAlive()
     }
   }
-  const burnboxRss = rssOf(burnbox.pid)
+  const burnboxRss = rssOf(service.pid)
 
   // ---- report
   const header = ["target", "requests/s", "2xx/s", "p50 ms", "p99 ms", "non-2xx", "errors", "timeouts", "status codes", "cpu % gen", "server (node+pg)", "other"]
@@ -469,16 +274,4 @@ const main = async (): Promise<number> => {
   return 0
 }
 
-let exitCode = 1
-try {
-  exitCode = await main()
-} catch (error) {
-  log(`failed: ${error instanceof Error ? error.stack ?? error.message : String(error)}`)
-  exitCode = 1
-} finally {
-  if (!exiting) {
-    await cleanup()
-    for (const line of summarizeServiceLog()) process.stdout.write(line + "\n")
-  }
-}
-if (!exiting) process.exit(exitCode)
+await session.run(overallTimeoutMs, main)
