@@ -243,8 +243,9 @@ export const orphanClusters = (options: { readonly remove: boolean; readonly dir
     let dataDir: string | null = null
     try {
       dataDir = readFileSync(`${path}.datadir`, "utf8").trim()
-    } catch {
-      // made before data dirs were recorded, or half made
+    } catch (error) {
+      // Missing: made before data dirs were recorded, or half made. Unreadable (not root): not ours to judge.
+      if ((error as { code?: string }).code !== "ENOENT") return []
     }
     const owned = (() => {
       try {
