@@ -5,7 +5,7 @@ export interface Args {
   readonly flags: ReadonlySet<string>
 }
 
-const booleanFlags = new Set(["admin", "clear", "help", "json", "otp", "link"])
+const booleanFlags = new Set(["admin", "clear", "help", "json", "otp", "link", "detach", "ephemeral", "remove"])
 
 export class CliError extends Error {
   readonly code: string

@@ -3,8 +3,13 @@
  * the API commands alias new | alias burn | mail wait (Remote.ts). Each group is loaded only
  * when asked for: a CI script's `burnbox mail wait` does not load the server.
  */
+import { readFileSync } from "node:fs"
 import { NodeRuntime } from "@effect/platform-node"
 import { Effect, Logger, References } from "effect"
+import { parseArgs } from "./Args.ts"
+
+/** The program's version: its package's (packages/cli, or the published package beside lib/). */
+const version = (JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string }).version
 
 const usage = `burnbox: receive-only disposable email with an automation API
 
@@ -14,6 +19,12 @@ Usage:
   burnbox ingest             the SMTP ingest only
   burnbox worker             the background worker only
   burnbox migrate            apply database migrations and exit
+  burnbox start --detach [--ephemeral] [--account EMAIL]
+                             start in the background, wait until it answers, print KEY=value lines
+                             (BURNBOX_URL, BURNBOX_SMTP_HOST/PORT, BURNBOX_DATA_DIR; BURNBOX_TOKEN
+                             for EMAIL's account); --ephemeral: all data in a temporary folder
+  burnbox stop               stop the detached burnbox of the data dir (removes an ephemeral one)
+  burnbox --version
   burnbox admin account create --email E --password P [--plan free|premium|pro] [--admin]
   burnbox admin account plan --email E --plan free|premium|pro
   burnbox admin account override --email E --set key=value[,key=value...] | --clear
@@ -21,6 +32,8 @@ Usage:
   burnbox admin domain add NAME [--tier public|premium_only]
   burnbox admin domain retire NAME
   burnbox admin keys rotate  new Ed25519 webhook signing key (the old one stays published 7 days)
+  burnbox admin clusters [--remove]
+                             root's database clusters whose data dir is gone (--remove: delete them)
 
 Configuration comes from the environment: DATABASE_URL, BURNBOX_DATA_DIR, BURNBOX_HTTP_PORT,
 BURNBOX_SMTP_PORT, BURNBOX_HOST, BURNBOX_SITE_URL, BURNBOX_DOMAINS, BURNBOX_SECRET, ...
@@ -39,7 +52,16 @@ const StderrLogger = Logger.layer([Logger.withConsoleError(Logger.formatSimple)]
 
 const main = (argv: ReadonlyArray<string>) => {
   const [command, ...rest] = argv
+  const inBackground = (which: "start" | "stop" | "clusters") =>
+    Effect.promise(() => import("./Detach.ts")).pipe(Effect.flatMap(({ detached }) => detached(which, parseArgs(rest))))
+  if (command === "start" && rest.includes("--detach")) return inBackground("start")
+  if (command === "admin" && rest[0] === "clusters") return inBackground("clusters")
   switch (command) {
+    case "stop":
+      return inBackground("stop")
+    case "--version":
+    case "version":
+      return Effect.sync(() => process.stdout.write(`burnbox ${version}\n`))
     case "start":
     case "serve":
     case "ingest":

@@ -93,14 +93,21 @@ export interface ClusterLocation {
 }
 
 /**
+ * A file in an ephemeral data dir (`burnbox start --detach --ephemeral`): the cluster lives in
+ * the data dir also as root (whose temporary folder PostgreSQL's user may pass through), so one
+ * removal takes everything.
+ */
+export const EphemeralMarker = "ephemeral"
+
+/**
  * The cluster of a data dir. As root: the one `<data dir>/cluster-id` names under
  * /var/lib/burnbox/clusters (made on first use), unless the data dir still holds a cluster of
- * its own from before. `create: false` only looks.
+ * its own from before or is ephemeral. `create: false` only looks.
  */
 export const clusterLocation = (dataDir: string, options: { readonly create?: boolean } = {}): ClusterLocation => {
   const passwordFile = join(dataDir, "postgres.password")
   const inPlace = join(dataDir, "postgres")
-  if (!isRoot() || existsSync(join(inPlace, "PG_VERSION"))) return { pgdata: inPlace, passwordFile }
+  if (!isRoot() || existsSync(join(inPlace, "PG_VERSION")) || existsSync(join(dataDir, EphemeralMarker))) return { pgdata: inPlace, passwordFile }
   const idFile = join(dataDir, "cluster-id")
   let id: string
   if (existsSync(idFile)) {
