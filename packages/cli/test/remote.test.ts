@@ -142,6 +142,22 @@ describe("burnbox mail wait", () => {
     expect(run.code, run.stderr).toBe(1)
   })
 
+  it("--since with two mails already received since then prints the code of the earliest", async () => {
+    const address = await newAlias()
+    const since = new Date(h.clock.now().getTime() + 1000)
+    h.clock.set(since.getTime())
+    await signUp(address)
+    const first = await burnbox(["mail", "wait", "--alias", address, "--otp", "--timeout", "30"])
+    h.clock.set(since.getTime() + 5000)
+    await signUp(address)
+    // Both are in and processed: the newest is the second sign-up's.
+    const newest = await burnbox(["mail", "wait", "--alias", address, "--otp", "--timeout", "30"])
+    const run = await burnbox(["mail", "wait", "--alias", address, "--since", since.toISOString(), "--otp", "--timeout", "30"])
+    expect(run.code, run.stderr).toBe(0)
+    expect(run.stdout).toBe(first.stdout)
+    expect(newest.stdout).not.toBe(first.stdout)
+  })
+
   it("times out with exit code 1 within the timeout; with --json the Problem on stderr", async () => {
     const address = await newAlias()
     const [text, json, startup] = await Promise.all([

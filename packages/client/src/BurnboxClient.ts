@@ -55,9 +55,12 @@ export interface WaitOptions {
    * trouble (no answer, 429, 502-504) is tried again within this time, backing off up to 4 s.
    */
   readonly timeout?: number | undefined
-  /** Only mail received at or after this instant. */
+  /** Only mail received at or after this instant; the first message is then the earliest since it. */
   readonly since?: Date | string | undefined
-  /** Which message is "first" when several match (the API's default: newest). */
+  /**
+   * Which message is "first" when several match: by default the earliest at or after `since`
+   * when it is given (`oldest`), otherwise the newest.
+   */
   readonly sort?: "newest" | "oldest" | undefined
 }
 
@@ -214,11 +217,13 @@ export const make = Effect.fnUntraced(function*(options: ClientOptions) {
     }
     const since = sinceTime === undefined ? undefined : new Date(sinceTime).toISOString()
     const deadline = (yield* Clock.currentTimeMillis) + timeout * 1000
+    // "The first message since an instant" is the earliest one received at or after it.
+    const sort = waitOptions.sort ?? (since === undefined ? undefined : "oldest")
     const query: ListMessagesQuery = {
       alias,
       limit: 1,
       ...(since === undefined ? {} : { dateFrom: since }),
-      ...(waitOptions.sort === undefined ? {} : { sort: waitOptions.sort })
+      ...(sort === undefined ? {} : { sort })
     }
     // Poll the list until a message matches. A server that honours `wait` holds each request
     // until mail arrives (up to 120 s); one that answers at once is asked again after a pause.

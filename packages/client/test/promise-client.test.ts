@@ -70,6 +70,21 @@ describe("createClient", () => {
     expect(waited).toMatchObject({ subject: "new", otpCodes: ["7731"] })
   })
 
+  it("with since, the first message is the earliest received at or after it, not the newest", async () => {
+    const alias = await client.aliases.create()
+    const since = new Date(h.clock.now().getTime() + 1000)
+    h.clock.set(since.getTime())
+    const first = await client.testMessages.inject({ aliasId: alias.id, from: "a@example.com", subject: "first", text: "code 1111" })
+    h.clock.set(since.getTime() + 5000)
+    const second = await client.testMessages.inject({ aliasId: alias.id, from: "a@example.com", subject: "second", text: "code 2222" })
+    await client.messages.get(second.id, { wait: 20 })
+    await client.messages.get(first.id, { wait: 20 })
+    expect(await client.messages.wait({ alias: alias.id, since, timeout: 20 })).toMatchObject({ id: first.id, otpCodes: ["1111"] })
+    // Without since the newest answers, and an explicit sort is kept.
+    expect(await client.messages.wait({ alias: alias.id, timeout: 20 })).toMatchObject({ id: second.id })
+    expect(await client.messages.wait({ alias: alias.id, since, sort: "newest", timeout: 20 })).toMatchObject({ id: second.id })
+  })
+
   it("turns the server's Problems into typed BurnboxProblems with code and fields", async () => {
     const unknown = await problemOf(client.aliases.burn(999_999))
     expect(unknown).toMatchObject({ status: 404, code: "not_found" })
