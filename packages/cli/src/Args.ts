@@ -6,6 +6,8 @@ export interface Args {
 }
 
 const booleanFlags = new Set(["admin", "clear", "help", "json", "otp", "link"])
+/** Every flag that takes a value, across the commands: any other name is an unknown flag. */
+const valueFlags = new Set(["alias", "domain", "email", "label", "name", "password", "plan", "scopes", "set", "since", "style", "tier", "timeout"])
 
 export class CliError extends Error {
   readonly code: string
@@ -26,6 +28,7 @@ export const parseArgs = (argv: ReadonlyArray<string>): Args => {
       continue
     }
     const [name, inline] = arg.slice(2).split(/=(.*)/s, 2) as [string, string | undefined]
+    if (!booleanFlags.has(name) && !valueFlags.has(name)) throw new CliError("unknown_flag", `unknown flag --${name}`)
     if (inline !== undefined) values.set(name, inline)
     else if (booleanFlags.has(name)) flags.add(name)
     else if (i + 1 < argv.length) values.set(name, argv[++i]!)

@@ -4,7 +4,7 @@
  * when asked for: a CI script's `burnbox mail wait` does not load the server.
  */
 import { NodeRuntime } from "@effect/platform-node"
-import { Effect, Logger, References } from "effect"
+import { Cause, Effect, Exit, Logger, References, Runtime } from "effect"
 
 const usage = `burnbox: receive-only disposable email with an automation API
 
@@ -62,8 +62,15 @@ const main = (argv: ReadonlyArray<string>) => {
   }
 }
 
+/** The roles that run until stopped: SIGINT or SIGTERM is their planned end, exit code 0 (not 130). */
+const runsUntilStopped = new Set(["start", "serve", "ingest", "worker"])
+const stoppedOnPurpose: Runtime.Teardown = (exit, onExit) =>
+  Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause) && runsUntilStopped.has(process.argv[2] ?? "")
+    ? onExit(0)
+    : Runtime.defaultTeardown(exit, onExit)
+
 main(process.argv.slice(2)).pipe(
   Effect.provide(StderrLogger),
   Effect.provideService(References.MinimumLogLevel, process.env["BURNBOX_LOG_LEVEL"] === "debug" ? "Debug" : "Info"),
-  NodeRuntime.runMain
+  NodeRuntime.runMain({ teardown: stoppedOnPurpose })
 )

@@ -3,17 +3,16 @@
  * their owner may enter (as root: /root, a `mktemp -d` folder), and every first-run failure
  * answered by one line on stderr and a non-zero exit.
  */
-import { type ChildProcess, execFile, execFileSync, spawn } from "node:child_process"
+import { execFile, execFileSync } from "node:child_process"
 import { appendFileSync, chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { createServer, type Server } from "node:net"
 import { userInfo } from "node:os"
 import { join } from "node:path"
-import { fileURLToPath } from "node:url"
 import { clusterLocation, freePort, removeCluster, RootRuntimeDir } from "@burnbox/store"
 import { clusterUrl } from "@burnbox/testkit"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { baseEnv, burnbox, listenerPort, repo, type Run, start } from "./Programs.ts"
 
-const repo = fileURLToPath(new URL("../../../", import.meta.url))
 const asRoot = userInfo().uid === 0
 
 /** A folder only its owner may enter, inside the repository (so a clone can be hard-linked into it). */
@@ -36,28 +35,6 @@ const cloneInto = (dir: string) => {
   return clone
 }
 
-interface Run {
-  readonly code: number | null
-  readonly stdout: string
-  readonly stderr: string
-}
-
-const baseEnv = (extra: Record<string, string>) => {
-  const env: Record<string, string> = {}
-  for (const [key, value] of Object.entries(process.env)) {
-    if (value !== undefined && !key.startsWith("BURNBOX_") && key !== "DATABASE_URL") env[key] = value
-  }
-  return { ...env, ...extra }
-}
-
-/** Runs `burnbox <args>` to its end. */
-const burnbox = (args: ReadonlyArray<string>, env: Record<string, string>, cwd = repo) =>
-  new Promise<Run>((resolve) => {
-    execFile(process.execPath, [join(cwd, "packages/cli/bin/burnbox.mjs"), ...args], { cwd, env: baseEnv(env), timeout: 60_000 }, (error, stdout, stderr) => {
-      resolve({ code: error === null ? 0 : typeof error.code === "number" ? error.code : null, stdout, stderr })
-    })
-  })
-
 /** One line on stderr, and a non-zero exit. */
 const expectOneLine = (run: Run, pattern: RegExp) => {
   expect(run.code, run.stderr).not.toBe(0)
@@ -68,49 +45,6 @@ const expectOneLine = (run: Run, pattern: RegExp) => {
   expect(lines[0]).toMatch(pattern)
 }
 
-interface Service {
-  readonly child: ChildProcess
-  readonly api: string
-  readonly output: () => string
-  readonly stop: () => Promise<number | null>
-}
-
-/** Starts `burnbox start` and waits until GET /me answers 401. */
-const start = async (cwd: string, env: Record<string, string>): Promise<Service> => {
-  const httpPort = await listenerPort()
-  const smtpPort = await listenerPort()
-  const child = spawn(process.execPath, [join(cwd, "packages/cli/bin/burnbox.mjs"), "start"], {
-    cwd,
-    env: baseEnv({ BURNBOX_HTTP_PORT: String(httpPort), BURNBOX_SMTP_PORT: String(smtpPort), ...env }),
-    stdio: ["ignore", "pipe", "pipe"]
-  })
-  let output = ""
-  child.stdout?.on("data", (chunk: Buffer) => output += chunk.toString())
-  child.stderr?.on("data", (chunk: Buffer) => output += chunk.toString())
-  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)))
-  const api = `http://127.0.0.1:${httpPort}/api/v1`
-  const deadline = Date.now() + 90_000
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`burnbox start exited with ${child.exitCode}:\n${output}`)
-    const status = await fetch(`${api}/me`).then((r) => r.status, () => 0)
-    if (status === 401) break
-    if (Date.now() > deadline) {
-      child.kill("SIGKILL")
-      throw new Error(`burnbox start did not answer within 90 s:\n${output}`)
-    }
-    await new Promise((resolve) => setTimeout(resolve, 200))
-  }
-  return {
-    child,
-    api,
-    output: () => output,
-    stop: () => {
-      child.kill("SIGINT")
-      return exited
-    }
-  }
-}
-
 const signupAndLogin = async (api: string, email: string, signup: boolean) => {
   const body = JSON.stringify({ email, password: "correct horse battery" })
   const headers = { "content-type": "application/json" }
@@ -119,22 +53,6 @@ const signupAndLogin = async (api: string, email: string, signup: boolean) => {
 }
 
 const mode = (path: string) => statSync(path).mode & 0o777
-
-/**
- * A free port for the service's listeners, below Linux's ephemeral range (32768+), where the
- * embedded PostgreSQL's own port (one the system hands out) can never land on it meanwhile.
- */
-const listenerPort = async (): Promise<number> => {
-  for (;;) {
-    const port = 20_000 + Math.floor(Math.random() * 12_000)
-    const free = await new Promise<boolean>((resolve) => {
-      const server = createServer()
-      server.once("error", () => resolve(false))
-      server.listen(port, "127.0.0.1", () => server.close(() => resolve(true)))
-    })
-    if (free) return port
-  }
-}
 
 describe("burnbox start in private directories", () => {
   const made: Array<string> = []

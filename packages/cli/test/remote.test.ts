@@ -83,6 +83,12 @@ describe("burnbox alias new and burn", () => {
     expect(new Set(runs.map((run) => run.stdout.trim())).size).toBe(16)
   }, 180_000)
 
+  it("BURNBOX_URL may be the API's base URL or the site URL, with or without a trailing slash", async () => {
+    const site = h.baseUrl.replace(/\/api\/v1$/, "")
+    const runs = await Promise.all([`${h.baseUrl}/`, site, `${site}/`].map((url) => burnbox(["alias", "new"], { BURNBOX_URL: url })))
+    expect(runs.map((run) => `${run.code} ${run.stderr}`)).toEqual(["0 ", "0 ", "0 "])
+  })
+
   it("--json prints the Alias", async () => {
     const run = await burnbox(["alias", "new", "--json"])
     expect(run.code, run.stderr).toBe(0)
@@ -188,6 +194,19 @@ describe("burnbox mail wait", () => {
 })
 
 describe("configuration, token and usage errors", () => {
+  it("an unknown flag is named as one, in whatever position; a known one without its value needs a value", async () => {
+    const [last, middle, inline, missing] = await Promise.all([
+      burnbox(["alias", "new", "--lable"]),
+      burnbox(["mail", "wait", "--alias", "a@example.com", "--tiemout", "5"]),
+      burnbox(["alias", "new", "--colour=red"]),
+      burnbox(["alias", "new", "--label"])
+    ])
+    expectOneLine(last, 2, /^burnbox: unknown flag --lable$/)
+    expectOneLine(middle, 2, /^burnbox: unknown flag --tiemout$/)
+    expectOneLine(inline, 2, /^burnbox: unknown flag --colour$/)
+    expectOneLine(missing, 2, /^burnbox: --label needs a value$/)
+  })
+
   it("a missing BURNBOX_TOKEN or BURNBOX_URL is one line and exit code 3", async () => {
     const [noToken, noUrl] = await Promise.all([
       burnbox(["alias", "new"], { BURNBOX_TOKEN: undefined }),

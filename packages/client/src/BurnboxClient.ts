@@ -32,7 +32,7 @@ const ListQuery = Schema.Struct(Messages.ListMessagesQuery)
 export type ListMessagesQuery = typeof ListQuery.Type
 
 export interface ClientOptions {
-  /** The site URL (`https://burnbox.example`) or the API base (`.../api/v1`). */
+  /** The API's base URL (`https://burnbox.example/api/v1`, as BURNBOX_URL), or the site URL without `/api/v1`. */
   readonly baseUrl: string | URL
   /** A bearer API token (`bbx_...`); without one only public endpoints answer. */
   readonly token?: string | Redacted.Redacted<string> | undefined

@@ -109,6 +109,8 @@ export class Accounts extends Context.Service<Accounts, {
   readonly setPlan: (id: number, plan: PlanCode) => Effect.Effect<AccountRow>
   readonly setOverrides: (id: number, overrides: PlanOverrides) => Effect.Effect<AccountRow>
   readonly setDensity: (id: number, density: MailboxDensity) => Effect.Effect<void>
+  /** Whether any account exists yet (the start banner tells how to create the first). */
+  readonly anyExists: Effect.Effect<boolean>
 }>()("burnbox/Accounts") {
   static readonly layer = Layer.effect(Accounts, Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
@@ -171,7 +173,11 @@ export class Accounts extends Context.Service<Accounts, {
       setPlan: (id, plan) => sql`UPDATE accounts SET plan = ${plan} WHERE id = ${id}`.pipe(Effect.orDie, Effect.andThen(mustGet(id))),
       setOverrides: (id, overrides) =>
         sql`UPDATE accounts SET overrides = ${pgJson(overrides)}::jsonb WHERE id = ${id}`.pipe(Effect.orDie, Effect.andThen(mustGet(id))),
-      setDensity: (id, density) => sql`UPDATE accounts SET mailbox_density = ${density} WHERE id = ${id}`.pipe(Effect.orDie, Effect.asVoid)
+      setDensity: (id, density) => sql`UPDATE accounts SET mailbox_density = ${density} WHERE id = ${id}`.pipe(Effect.orDie, Effect.asVoid),
+      anyExists: sql<{ readonly any: boolean }>`SELECT EXISTS (SELECT 1 FROM accounts) AS any`.pipe(
+        Effect.orDie,
+        Effect.map((rows) => rows[0]?.any === true)
+      )
     })
   }))
 }

@@ -20,10 +20,13 @@ export interface BurnboxSettings {
   readonly outboundSmtpUrl: Option.Option<Redacted.Redacted<string>>
 }
 
+/** BURNBOX_DATA_DIR, resolved: read alone, it makes nothing (the settings below create the secret). */
+export const DataDirConfig = Config.String("BURNBOX_DATA_DIR").pipe(Config.withDefault("./.burnbox"), Config.map((dir) => resolve(dir)))
+
 export class BurnboxConfig extends Context.Service<BurnboxConfig, BurnboxSettings>()("burnbox/Config") {
   /** Reads the environment; generates BURNBOX_SECRET into the data dir when it is unset. */
   static readonly layer = Layer.effect(BurnboxConfig, Effect.gen(function*() {
-    const dataDir = resolve(yield* Config.String("BURNBOX_DATA_DIR").pipe(Config.withDefault("./.burnbox")))
+    const dataDir = yield* DataDirConfig
     const httpPort = yield* Config.Port("BURNBOX_HTTP_PORT").pipe(Config.withDefault(8080))
     const smtpPort = yield* Config.Port("BURNBOX_SMTP_PORT").pipe(Config.withDefault(2525))
     const host = yield* Config.String("BURNBOX_HOST").pipe(Config.withDefault("127.0.0.1"))
