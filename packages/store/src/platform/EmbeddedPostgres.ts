@@ -166,7 +166,7 @@ export const removeCluster = (dataDir: string) => {
 }
 
 /** PostgreSQL refuses to run as root; as root we run it as the `postgres` system user. */
-const postgresUser = (): { uid?: number; gid?: number } => {
+export const postgresUser = (): { uid?: number; gid?: number } => {
   if (!isRoot()) return {}
   const id = (flag: string) => Number(execFileSync("id", [flag, "postgres"], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim())
   try {
