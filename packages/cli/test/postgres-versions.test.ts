@@ -93,11 +93,11 @@ describe.skipIf(missing !== undefined)(`migrations on PostgreSQL ${Oldest}`, () 
   it("burnbox migrate applies every migration, to the schema the embedded PostgreSQL has; again, none", async () => {
     const [version] = await query<{ server_version_num: string }>(url, "SHOW server_version_num")
     expect(Math.floor(Number(version?.server_version_num) / 10_000)).toBe(Oldest)
-    const first = await burnbox(["migrate"], { DATABASE_URL: url })
+    const first = await burnbox(["migrate"], { DATABASE_URL: url, BURNBOX_DATA_DIR: join(dir, "burnbox") })
     expect(first.code, first.stdout + first.stderr).toBe(0)
     const migrations = readdirSync(new URL("../../store/migrations/", import.meta.url)).filter((file) => file.endsWith(".sql"))
     expect(JSON.parse(first.stdout).applied).toEqual(migrations.map((file) => file.slice(0, -4)))
-    const again = await burnbox(["migrate"], { DATABASE_URL: url })
+    const again = await burnbox(["migrate"], { DATABASE_URL: url, BURNBOX_DATA_DIR: join(dir, "burnbox") })
     expect(JSON.parse(again.stdout)).toEqual({ applied: [] })
     // The words out of line, the pad in line, on every partition: as on the embedded PostgreSQL.
     const here = await storageOf(url)
