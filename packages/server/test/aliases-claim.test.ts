@@ -225,7 +225,7 @@ describe("POST /aliases/candidates (spec 2.9, 4.3; ten minutes per decisions.md)
     }
   })
 
-  it("50 parallel jobs on one token each reserve and claim without a conflict", async () => {
+  it("64 parallel jobs on one token each reserve and claim without a conflict", async () => {
     const session = await h.signup({ plan: "pro" })
     const token = await h.createToken(session, ["read", "manage-aliases"])
     const job = async () => {
@@ -233,9 +233,9 @@ describe("POST /aliases/candidates (spec 2.9, 4.3; ten minutes per decisions.md)
       const answer = await claim({ token }, { aliasId: reservation.candidates[0]!.id, reservationToken: reservation.reservationToken })
       return answer.status
     }
-    const statuses = await Promise.all(Array.from({ length: 50 }, job))
+    const statuses = await Promise.all(Array.from({ length: 64 }, job))
     expect(statuses.filter((status) => status !== 201)).toEqual([])
-    expect(await me({ token })).toMatchObject({ activeAliasCount: 50, aliasesLifetimeClaimed: 50 })
+    expect(await me({ token })).toMatchObject({ activeAliasCount: 64, aliasesLifetimeClaimed: 64 })
     expect(await releaseAll({ token })).toBe(0)
   })
 })
