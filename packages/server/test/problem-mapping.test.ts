@@ -21,7 +21,6 @@ import {
   EmailTaken,
   FeatureNotInPlan,
   HourlyShuffleLimitReached,
-  ReservationCapReached,
   InvalidCursor,
   InvalidSearchDate,
   MessageNotFound,
@@ -42,6 +41,7 @@ import {
   WebhookNotFound,
   WebhookUrlRefused
 } from "@burnbox/domain"
+import { ReservationCapReached } from "@burnbox/domain/aliases/errors"
 import { Effect } from "effect"
 import { HttpServerRequest, HttpServerRespondable } from "effect/http"
 import { describe, expect, it } from "vitest"

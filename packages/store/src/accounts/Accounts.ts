@@ -166,6 +166,10 @@ export class Accounts extends Context.Service<Accounts, {
     })
 
     return Accounts.of({
+      anyExists: sql<{ readonly any: boolean }>`SELECT EXISTS (SELECT 1 FROM accounts) AS any`.pipe(
+        Effect.orDie,
+        Effect.map((rows) => rows[0]?.any === true)
+      ),
       create,
       get,
       findByEmail: (email) => findRecord(email).pipe(Effect.map((record) => record && toRow(record))),
@@ -173,11 +177,7 @@ export class Accounts extends Context.Service<Accounts, {
       setPlan: (id, plan) => sql`UPDATE accounts SET plan = ${plan} WHERE id = ${id}`.pipe(Effect.orDie, Effect.andThen(mustGet(id))),
       setOverrides: (id, overrides) =>
         sql`UPDATE accounts SET overrides = ${pgJson(overrides)}::jsonb WHERE id = ${id}`.pipe(Effect.orDie, Effect.andThen(mustGet(id))),
-      setDensity: (id, density) => sql`UPDATE accounts SET mailbox_density = ${density} WHERE id = ${id}`.pipe(Effect.orDie, Effect.asVoid),
-      anyExists: sql<{ readonly any: boolean }>`SELECT EXISTS (SELECT 1 FROM accounts) AS any`.pipe(
-        Effect.orDie,
-        Effect.map((rows) => rows[0]?.any === true)
-      )
+      setDensity: (id, density) => sql`UPDATE accounts SET mailbox_density = ${density} WHERE id = ${id}`.pipe(Effect.orDie, Effect.asVoid)
     })
   }))
 }
