@@ -6,8 +6,6 @@ export interface Args {
 }
 
 const booleanFlags = new Set(["admin", "clear", "help", "json", "otp", "link"])
-/** Every flag that takes a value, across the commands: any other name is an unknown flag. */
-const valueFlags = new Set(["alias", "domain", "email", "label", "name", "password", "plan", "scopes", "set", "since", "style", "tier", "timeout"])
 
 export class CliError extends Error {
   readonly code: string
@@ -16,6 +14,9 @@ export class CliError extends Error {
     this.code = code
   }
 }
+
+/** Every flag that takes a value, across the commands: a name in neither set is an unknown flag. */
+const valueFlags = new Set(["account", "alias", "domain", "email", "label", "name", "password", "plan", "scopes", "set", "since", "style", "tier", "timeout"])
 
 export const parseArgs = (argv: ReadonlyArray<string>): Args => {
   const positional: Array<string> = []
