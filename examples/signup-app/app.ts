@@ -3,7 +3,9 @@
  * takes an email address, mails a 6-digit code to it over SMTP, and a page that checks the code.
  * Plain node:http and nodemailer; codes live in memory.
  *
- *   SMTP_HOST=127.0.0.1 SMTP_PORT=2525 PORT=3000 node examples/signup-app/app.ts
+ *   SMTP_HOST=127.0.0.1 SMTP_PORT=2525 PORT=3000 ./pnpmw exec node examples/signup-app/app.ts
+ *
+ * (the workspace's Node 24, which runs TypeScript as it is)
  */
 import { randomInt } from "node:crypto"
 import { createServer } from "node:http"

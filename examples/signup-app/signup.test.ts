@@ -3,7 +3,7 @@
  * burnbox address, written with @burnbox/client and as signup.sh with the `burnbox` CLI, against
  * a real burnbox (the test harness: API, SMTP ingest and pipeline on free ports).
  */
-import { execFile } from "node:child_process"
+import { execFile, spawn } from "node:child_process"
 import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { createServer } from "node:http"
 import type { AddressInfo } from "node:net"
@@ -82,6 +82,36 @@ describe("the README recipe", () => {
       expect(run.stderr).toMatch(/^burnbox: .*(time|no message)/im)
     } finally {
       silent.close()
+    }
+  })
+
+  it("starts with the README's command on the workspace's Node", async () => {
+    const readme = readFileSync(new URL("../../README.md", import.meta.url), "utf8")
+    expect(readme).toContain("`SMTP_HOST=127.0.0.1 SMTP_PORT=2525 ./pnpmw exec node examples/signup-app/app.ts`")
+    // `./pnpmw exec node` is the workspace's Node, the one running this test.
+    const port = await new Promise<number>((resolve) => {
+      const probe = createServer().listen(0, "127.0.0.1", () => {
+        const { port } = probe.address() as AddressInfo
+        probe.close(() => resolve(port))
+      })
+    })
+    const app = spawn(process.execPath, [fileURLToPath(new URL("./app.ts", import.meta.url))], {
+      env: { ...process.env, SMTP_HOST: "127.0.0.1", SMTP_PORT: String(h.smtpPort), PORT: String(port) },
+      stdio: ["ignore", "pipe", "pipe"]
+    })
+    try {
+      const started = await new Promise<string>((resolve, reject) => {
+        let output = ""
+        app.stdout.on("data", (chunk: Buffer) => {
+          output += chunk.toString()
+          if (output.includes("\n")) resolve(output)
+        })
+        app.once("exit", (code) => reject(new Error(`the app exited with ${code}`)))
+      })
+      expect(started).toMatch(/^sign-up app on http:\/\/127\.0\.0\.1:\d+\n$/)
+      expect((await fetch(`http://127.0.0.1:${port}/`)).status).toBe(200)
+    } finally {
+      app.kill()
     }
   })
 

@@ -15,6 +15,9 @@ export class CliError extends Error {
   }
 }
 
+/** Every flag that takes a value, across the commands: a name in neither set is an unknown flag. */
+const valueFlags = new Set(["account", "alias", "domain", "email", "label", "name", "password", "plan", "scopes", "set", "since", "style", "tier", "timeout"])
+
 export const parseArgs = (argv: ReadonlyArray<string>): Args => {
   const positional: Array<string> = []
   const values = new Map<string, string>()
@@ -26,6 +29,7 @@ export const parseArgs = (argv: ReadonlyArray<string>): Args => {
       continue
     }
     const [name, inline] = arg.slice(2).split(/=(.*)/s, 2) as [string, string | undefined]
+    if (!booleanFlags.has(name) && !valueFlags.has(name)) throw new CliError("unknown_flag", `unknown flag --${name}`)
     if (inline !== undefined) values.set(name, inline)
     else if (booleanFlags.has(name)) flags.add(name)
     else if (i + 1 < argv.length) values.set(name, argv[++i]!)

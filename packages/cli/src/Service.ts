@@ -4,23 +4,40 @@
  */
 import { IngestLive } from "@burnbox/ingest"
 import { HttpLive } from "@burnbox/server"
-import { BurnboxConfig, checkPortFree, DatabaseLive, DatabaseUrl, MigratedDatabase, StartupFailure, StoreLive } from "@burnbox/store"
+import {
+  Accounts,
+  BurnboxConfig,
+  checkPortFree,
+  DatabaseLive,
+  DatabaseUrl,
+  DataDirConfig,
+  holdsEmbeddedCluster,
+  MigratedDatabase,
+  StartupFailure,
+  StoreLive
+} from "@burnbox/store"
 import { WorkerLive } from "@burnbox/worker"
-import { Cause, Effect, Layer } from "effect"
+import { Cause, Config, Effect, Layer, Option } from "effect"
 import { admin } from "./Admin.ts"
 import { CliError, parseArgs } from "./Args.ts"
 
 const banner = Effect.gen(function*() {
   const config = yield* BurnboxConfig
+  // How to create an account is news only while there is none.
+  const firstAccount = !(yield* (yield* Accounts).anyExists)
   const lines = [
     "burnbox is running",
     `  API      ${config.baseUrl}`,
     `  docs     ${config.siteUrl}/docs`,
     `  SMTP     ${config.host}:${config.smtpPort} (domains: ${config.domains.map((d) => d.name).join(", ")})`,
     `  data     ${config.dataDir}`,
-    "Create an account:",
-    `  curl -i -X POST ${config.baseUrl}/auth/signup -H 'content-type: application/json' -d '{"email":"you@example.com","password":"correct horse"}'`,
-    "  or: ./pnpmw burnbox admin account create --email you@example.com --password 'correct horse' --plan pro",
+    ...(firstAccount
+      ? [
+        "Create an account:",
+        `  curl -i -X POST ${config.baseUrl}/auth/signup -H 'content-type: application/json' -d '{"email":"you@example.com","password":"correct horse"}'`,
+        "  or: ./pnpmw burnbox admin account create --email you@example.com --password 'correct horse' --plan pro"
+      ]
+      : []),
     "Stop with Ctrl-C."
   ]
   process.stdout.write(lines.join("\n") + "\n")
@@ -41,6 +58,8 @@ const launch = <A, E, R>(
   options: {
     readonly ports: ReadonlyArray<(config: BurnboxConfig["Service"]) => Effect.Effect<void, StartupFailure>>
     readonly database: ReturnType<typeof DatabaseLive>
+    /** What a stop ends, as the line printed then says it. */
+    readonly stops: string
   }
 ) =>
   Effect.gen(function*() {
@@ -49,7 +68,10 @@ const launch = <A, E, R>(
     return yield* Layer.launch(Layer.mergeAll(roles, Layer.effectDiscard(banner)).pipe(
       Layer.provide(StoreLive),
       Layer.provide(options.database)
-    ))
+    )).pipe(
+      // A signal is a planned stop: once everything has closed, one line says what stopped (main.ts exits 0).
+      Effect.onInterrupt(() => Effect.sync(() => process.stdout.write(`burnbox stopped: ${options.stops}\n`)))
+    )
   })
 
 /**
@@ -72,42 +94,62 @@ const reportFailure = <A, E, R>(program: Effect.Effect<A, E, R>) =>
   }))
 
 /** Prints one JSON document; a CliError becomes `{error: {code, message}}` and exit code 1. */
-const printJson = <A, E, R>(program: Effect.Effect<A, E, R>) =>
+const printJson = <A, E>(program: Effect.Effect<A, E>) =>
   program.pipe(
-    Effect.provide(BurnboxConfig.layer),
     Effect.map((value) => process.stdout.write(JSON.stringify(value, null, 2) + "\n")),
     Effect.catchCause((cause) => {
       const failure = [...Cause.prettyErrors(cause)][0]
       const defect = cause.reasons.find(Cause.isDieReason)?.defect
       const error = defect instanceof CliError ? defect : failure
       const code = error instanceof CliError ? error.code : "failed"
-      process.stdout.write(JSON.stringify({ error: { code, message: error?.message ?? "failed" } }, null, 2) + "\n")
+      // A refusal is one line.
+      process.stdout.write(JSON.stringify({ error: { code, message: error?.message ?? "failed" } }) + "\n")
       process.exitCode = 1
       return Effect.void
     })
   )
+
+/**
+ * An operator command on the embedded database of a data dir that holds none (run from another
+ * folder than the service, without its BURNBOX_DATA_DIR) would make an empty one and find
+ * nothing: it is refused before anything is made.
+ */
+const refuseEmptyDataDir = Effect.gen(function*() {
+  if (Option.isSome(yield* Config.option(Config.Redacted("DATABASE_URL")))) return
+  const dataDir = yield* DataDirConfig
+  if (holdsEmbeddedCluster(dataDir)) return
+  return yield* Effect.die(new CliError(
+    "no_burnbox_data",
+    `the data directory ${dataDir} holds no burnbox data; run this where burnbox start runs, or set BURNBOX_DATA_DIR (or DATABASE_URL) to the service's`
+  ))
+}).pipe(Effect.orDie)
 
 export const service = (command: "start" | "serve" | "ingest" | "worker" | "migrate" | "admin", rest: ReadonlyArray<string>) => {
   switch (command) {
     case "start":
       return reportFailure(launch(Layer.mergeAll(HttpLive, IngestLive, WorkerLive), {
         ports: [Ports.http, Ports.smtp],
-        database: DatabaseLive({ maxConnections: 30, url: DatabaseUrl.layerExclusive })
+        database: DatabaseLive({ maxConnections: 30, url: DatabaseUrl.layerExclusive }),
+        stops: "the HTTP API, the SMTP ingest and the worker"
       }))
     case "serve":
-      return reportFailure(launch(HttpLive, { ports: [Ports.http], database: DatabaseLive({ maxConnections: 30 }) }))
+      return reportFailure(launch(HttpLive, { ports: [Ports.http], database: DatabaseLive({ maxConnections: 30 }), stops: "the HTTP API" }))
     case "ingest":
-      return reportFailure(launch(IngestLive, { ports: [Ports.smtp], database: DatabaseLive({ maxConnections: 30 }) }))
+      return reportFailure(launch(IngestLive, { ports: [Ports.smtp], database: DatabaseLive({ maxConnections: 30 }), stops: "the SMTP ingest" }))
     case "worker":
-      return reportFailure(launch(WorkerLive, { ports: [], database: DatabaseLive({ maxConnections: 30 }) }))
+      return reportFailure(launch(WorkerLive, { ports: [], database: DatabaseLive({ maxConnections: 30 }), stops: "the worker" }))
     case "migrate":
       return printJson(Effect.gen(function*() {
         const { applied } = yield* MigratedDatabase
         return { applied }
-      }).pipe(Effect.provide(MigratedDatabase.layer.pipe(Layer.provideMerge(DatabaseUrl.layer)))))
+      }).pipe(Effect.provide(MigratedDatabase.layer.pipe(Layer.provideMerge(DatabaseUrl.layer))), Effect.provide(BurnboxConfig.layer)))
     case "admin":
-      return printJson(Effect.suspend(() => admin(parseArgs(rest))).pipe(
-        Effect.provide(StoreLive.pipe(Layer.provide(DatabaseLive({ maxConnections: 2 }))))
+      return printJson(Effect.andThen(
+        refuseEmptyDataDir,
+        Effect.suspend(() => admin(parseArgs(rest))).pipe(
+          Effect.provide(StoreLive.pipe(Layer.provide(DatabaseLive({ maxConnections: 2 })))),
+          Effect.provide(BurnboxConfig.layer)
+        )
       ))
   }
 }

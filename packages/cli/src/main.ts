@@ -5,7 +5,7 @@
  */
 import { readFileSync } from "node:fs"
 import { NodeRuntime } from "@effect/platform-node"
-import { Effect, Logger, References } from "effect"
+import { Cause, Effect, Exit, Logger, References, Runtime } from "effect"
 import { parseArgs } from "./Args.ts"
 
 /** The program's version: its package's (packages/cli, or the published package beside lib/). */
@@ -84,8 +84,15 @@ const main = (argv: ReadonlyArray<string>) => {
   }
 }
 
+/** The roles that run until stopped: SIGINT or SIGTERM is their planned end, exit code 0 (not 130). */
+const runsUntilStopped = new Set(["start", "serve", "ingest", "worker"])
+const stoppedOnPurpose: Runtime.Teardown = (exit, onExit) =>
+  Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause) && runsUntilStopped.has(process.argv[2] ?? "")
+    ? onExit(0)
+    : Runtime.defaultTeardown(exit, onExit)
+
 main(process.argv.slice(2)).pipe(
   Effect.provide(StderrLogger),
   Effect.provideService(References.MinimumLogLevel, process.env["BURNBOX_LOG_LEVEL"] === "debug" ? "Debug" : "Info"),
-  NodeRuntime.runMain
+  NodeRuntime.runMain({ teardown: stoppedOnPurpose })
 )

@@ -27,7 +27,8 @@ describe("burnbox admin account", () => {
       [["--email", "DUP@example.com", "--password", "12345678"], "email_taken"],
       [["--email", "short@example.com", "--password", "1234"], "invalid_password"],
       [["--email", "plan@example.com", "--password", "12345678", "--plan", "gold"], "invalid_plan"],
-      [["--password", "12345678"], "missing_flag"]
+      [["--password", "12345678"], "missing_flag"],
+      [["--email", "flag@example.com", "--password", "12345678", "--pro"], "unknown_flag"]
     ] as const
     const results = await Promise.all(cases.map(([args]) => h.cli(["admin", "account", "create", ...args])))
     results.forEach((result, i) => {

@@ -3,17 +3,16 @@
  * their owner may enter (as root: /root, a `mktemp -d` folder), and every first-run failure
  * answered by one line on stderr and a non-zero exit.
  */
-import { type ChildProcess, execFile, execFileSync } from "node:child_process"
+import { execFile, execFileSync } from "node:child_process"
 import { appendFileSync, chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { createServer, type Server } from "node:net"
 import { userInfo } from "node:os"
 import { join } from "node:path"
-import { fileURLToPath } from "node:url"
 import { clusterLocation, freePort, removeCluster, RootRuntimeDir } from "@burnbox/store"
-import { clusterUrl, listenerPorts, ServiceProcess } from "@burnbox/testkit"
+import { clusterUrl } from "@burnbox/testkit"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { baseEnv, burnbox, listenerPort, repo, type Run, start } from "./Programs.ts"
 
-const repo = fileURLToPath(new URL("../../../", import.meta.url))
 const asRoot = userInfo().uid === 0
 
 /** A folder only its owner may enter, inside the repository (so a clone can be hard-linked into it). */
@@ -36,28 +35,6 @@ const cloneInto = (dir: string) => {
   return clone
 }
 
-interface Run {
-  readonly code: number | null
-  readonly stdout: string
-  readonly stderr: string
-}
-
-const baseEnv = (extra: Record<string, string>) => {
-  const env: Record<string, string> = {}
-  for (const [key, value] of Object.entries(process.env)) {
-    if (value !== undefined && !key.startsWith("BURNBOX_") && key !== "DATABASE_URL") env[key] = value
-  }
-  return { ...env, ...extra }
-}
-
-/** Runs `burnbox <args>` to its end. */
-const burnbox = (args: ReadonlyArray<string>, env: Record<string, string>, cwd = repo) =>
-  new Promise<Run>((resolve) => {
-    execFile(process.execPath, [join(cwd, "packages/cli/bin/burnbox.mjs"), ...args], { cwd, env: baseEnv(env), timeout: 60_000 }, (error, stdout, stderr) => {
-      resolve({ code: error === null ? 0 : typeof error.code === "number" ? error.code : null, stdout, stderr })
-    })
-  })
-
 /** One line on stderr, and a non-zero exit. */
 const expectOneLine = (run: Run, pattern: RegExp) => {
   expect(run.code, run.stderr).not.toBe(0)
@@ -68,30 +45,6 @@ const expectOneLine = (run: Run, pattern: RegExp) => {
   expect(lines[0]).toMatch(pattern)
 }
 
-interface Service {
-  readonly child: ChildProcess
-  readonly api: string
-  readonly stop: () => Promise<number | null>
-}
-
-/** Starts `burnbox start` from `cwd` (the testkit's ServiceProcess) and waits until it answers. */
-const start = async (cwd: string, env: Record<string, string>): Promise<Service> => {
-  let output = ""
-  const dataDir = env["BURNBOX_DATA_DIR"]
-  try {
-    const service = await ServiceProcess.start({
-      root: cwd,
-      baseEnv: baseEnv(env),
-      ...(dataDir === undefined ? {} : { dataDir }),
-      startupTimeoutMs: 90_000,
-      onOutput: (text) => output += text
-    })
-    return { child: service.child!, api: `${service.baseUrl}/api/v1`, stop: () => service.stop() }
-  } catch (error) {
-    throw new Error(`${error instanceof Error ? error.message : String(error)}:\n${output}`, { cause: error })
-  }
-}
-
 const signupAndLogin = async (api: string, email: string, signup: boolean) => {
   const body = JSON.stringify({ email, password: "correct horse battery" })
   const headers = { "content-type": "application/json" }
@@ -100,9 +53,6 @@ const signupAndLogin = async (api: string, email: string, signup: boolean) => {
 }
 
 const mode = (path: string) => statSync(path).mode & 0o777
-
-/** A free port for a listener (below the ephemeral range, where an embedded PostgreSQL's port never lands). */
-const listenerPort = async (): Promise<number> => (await listenerPorts(1))[0]!
 
 describe("burnbox start in private directories", () => {
   const made: Array<string> = []

@@ -23,14 +23,14 @@ interface Run {
 }
 
 /** Runs `burnbox <args>` with BURNBOX_URL and BURNBOX_TOKEN (or what `env` says instead). */
-const burnbox = (args: ReadonlyArray<string>, env: Record<string, string | undefined> = {}) =>
+const burnbox = (args: ReadonlyArray<string>, env: Record<string, string | undefined> = {}, timeout = 60_000) =>
   new Promise<Run>((resolve) => {
     const started = Date.now()
     const merged: Record<string, string> = {}
     for (const [key, value] of Object.entries({ ...process.env, BURNBOX_URL: h.baseUrl, BURNBOX_TOKEN: token, ...env })) {
       if (value !== undefined) merged[key] = value
     }
-    execFile(process.execPath, [bin, ...args], { env: merged, timeout: 60_000 }, (error, stdout, stderr) => {
+    execFile(process.execPath, [bin, ...args], { env: merged, timeout }, (error, stdout, stderr) => {
       resolve({ code: error === null ? 0 : typeof error.code === "number" ? error.code : null, stdout, stderr, ms: Date.now() - started })
     })
   })
@@ -74,6 +74,19 @@ describe("burnbox alias new and burn", () => {
     expect(run.stdout).toBe(`${address}\n`)
     const aliases = (await h.request("/aliases", { token })).body.items
     expect(aliases).toContainEqual(expect.objectContaining({ address, label: "ci run", style: "numeric", status: "active" }))
+  })
+
+  it("alias new in 16 parallel jobs on one token: each prints its own address, none fails", async () => {
+    // 16 programs at once (a CI fleet's parallel workers); the client test runs 50 claims at once.
+    const runs = await Promise.all(Array.from({ length: 16 }, () => burnbox(["alias", "new"], {}, 170_000)))
+    expect(runs.filter((run) => run.code !== 0).map((run) => `${run.code}: ${run.stderr}`)).toEqual([])
+    expect(new Set(runs.map((run) => run.stdout.trim())).size).toBe(16)
+  }, 180_000)
+
+  it("BURNBOX_URL may be the API's base URL or the site URL, with or without a trailing slash", async () => {
+    const site = h.baseUrl.replace(/\/api\/v1$/, "")
+    const runs = await Promise.all([`${h.baseUrl}/`, site, `${site}/`].map((url) => burnbox(["alias", "new"], { BURNBOX_URL: url })))
+    expect(runs.map((run) => `${run.code} ${run.stderr}`)).toEqual(["0 ", "0 ", "0 "])
   })
 
   it("--json prints the Alias", async () => {
@@ -144,6 +157,22 @@ describe("burnbox mail wait", () => {
     expect(run.code, run.stderr).toBe(1)
   })
 
+  it("--since with two mails already received since then prints the code of the earliest", async () => {
+    const address = await newAlias()
+    const since = new Date(h.clock.now().getTime() + 1000)
+    h.clock.set(since.getTime())
+    await signUp(address)
+    const first = await burnbox(["mail", "wait", "--alias", address, "--otp", "--timeout", "30"])
+    h.clock.set(since.getTime() + 5000)
+    await signUp(address)
+    // Both are in and processed: the newest is the second sign-up's.
+    const newest = await burnbox(["mail", "wait", "--alias", address, "--otp", "--timeout", "30"])
+    const run = await burnbox(["mail", "wait", "--alias", address, "--since", since.toISOString(), "--otp", "--timeout", "30"])
+    expect(run.code, run.stderr).toBe(0)
+    expect(run.stdout).toBe(first.stdout)
+    expect(newest.stdout).not.toBe(first.stdout)
+  })
+
   it("times out with exit code 1 within the timeout; with --json the Problem on stderr", async () => {
     const address = await newAlias()
     const [text, json, startup] = await Promise.all([
@@ -168,6 +197,19 @@ describe("burnbox mail wait", () => {
 })
 
 describe("configuration, token and usage errors", () => {
+  it("an unknown flag is named as one, in whatever position; a known one without its value needs a value", async () => {
+    const [last, middle, inline, missing] = await Promise.all([
+      burnbox(["alias", "new", "--lable"]),
+      burnbox(["mail", "wait", "--alias", "a@example.com", "--tiemout", "5"]),
+      burnbox(["alias", "new", "--colour=red"]),
+      burnbox(["alias", "new", "--label"])
+    ])
+    expectOneLine(last, 2, /^burnbox: unknown flag --lable$/)
+    expectOneLine(middle, 2, /^burnbox: unknown flag --tiemout$/)
+    expectOneLine(inline, 2, /^burnbox: unknown flag --colour$/)
+    expectOneLine(missing, 2, /^burnbox: --label needs a value$/)
+  })
+
   it("a missing BURNBOX_TOKEN or BURNBOX_URL is one line and exit code 3", async () => {
     const [noToken, noUrl] = await Promise.all([
       burnbox(["alias", "new"], { BURNBOX_TOKEN: undefined }),

@@ -32,7 +32,7 @@ const ListQuery = Schema.Struct(Messages.ListMessagesQuery)
 export type ListMessagesQuery = typeof ListQuery.Type
 
 export interface ClientOptions {
-  /** The site URL (`https://burnbox.example`) or the API base (`.../api/v1`). */
+  /** The API's base URL (`https://burnbox.example/api/v1`, as BURNBOX_URL), or the site URL without `/api/v1`. */
   readonly baseUrl: string | URL
   /** A bearer API token (`bbx_...`); without one only public endpoints answer. */
   readonly token?: string | Redacted.Redacted<string> | undefined
@@ -55,9 +55,12 @@ export interface WaitOptions {
    * trouble (no answer, 429, 502-504) is tried again within this time, backing off up to 4 s.
    */
   readonly timeout?: number | undefined
-  /** Only mail received at or after this instant. */
+  /** Only mail received at or after this instant; the first message is then the earliest since it. */
   readonly since?: Date | string | undefined
-  /** Which message is "first" when several match (the API's default: newest). */
+  /**
+   * Which message is "first" when several match: by default the earliest at or after `since`
+   * when it is given (`oldest`), otherwise the newest.
+   */
   readonly sort?: "newest" | "oldest" | undefined
 }
 
@@ -183,8 +186,7 @@ export const make = Effect.fnUntraced(function*(options: ClientOptions) {
         ...(createOptions.label === undefined ? {} : { label: createOptions.label })
       }
     }))
-    // The other four candidates go back to the pool now rather than when the reservation expires.
-    yield* raw.aliases.releaseCandidatesPost({ payload: { reservationToken: reservation.reservationToken } }).pipe(Effect.ignore)
+    // The claim ends the reservation: its other four candidates are back in the pool already.
     return alias
   })
 
@@ -214,11 +216,13 @@ export const make = Effect.fnUntraced(function*(options: ClientOptions) {
     }
     const since = sinceTime === undefined ? undefined : new Date(sinceTime).toISOString()
     const deadline = (yield* Clock.currentTimeMillis) + timeout * 1000
+    // "The first message since an instant" is the earliest one received at or after it.
+    const sort = waitOptions.sort ?? (since === undefined ? undefined : "oldest")
     const query: ListMessagesQuery = {
       alias,
       limit: 1,
       ...(since === undefined ? {} : { dateFrom: since }),
-      ...(waitOptions.sort === undefined ? {} : { sort: waitOptions.sort })
+      ...(sort === undefined ? {} : { sort })
     }
     // Poll the list until a message matches. A server that honours `wait` holds each request
     // until mail arrives (up to 120 s); one that answers at once is asked again after a pause.

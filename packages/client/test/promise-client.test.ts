@@ -46,6 +46,13 @@ describe("createClient", () => {
     expect(await client.aliases.find(alias.address)).toMatchObject({ status: "burned" })
   })
 
+  it("aliases.create in 50 parallel jobs on one token: every one claims its own alias", async () => {
+    const created = await Promise.all(Array.from({ length: 50 }, (_, i) => client.aliases.create({ label: `job ${i}` })))
+    expect(new Set(created.map((alias) => alias.address)).size).toBe(50)
+    expect(created.every((alias) => alias.status === "active")).toBe(true)
+    await Promise.all(created.map((alias) => client.aliases.burn(alias.id)))
+  })
+
   it("answers a wait on an alias that gets no mail with a timeout problem", async () => {
     const alias = await client.aliases.create()
     const started = Date.now()
@@ -70,6 +77,21 @@ describe("createClient", () => {
         client.testMessages.inject({ aliasId: alias.id, from: "a@example.com", subject: "new", text: "code 7731" }))
     ])
     expect(waited).toMatchObject({ subject: "new", otpCodes: ["7731"] })
+  })
+
+  it("with since, the first message is the earliest received at or after it, not the newest", async () => {
+    const alias = await client.aliases.create()
+    const since = new Date(h.clock.now().getTime() + 1000)
+    h.clock.set(since.getTime())
+    const first = await client.testMessages.inject({ aliasId: alias.id, from: "a@example.com", subject: "first", text: "code 1111" })
+    h.clock.set(since.getTime() + 5000)
+    const second = await client.testMessages.inject({ aliasId: alias.id, from: "a@example.com", subject: "second", text: "code 2222" })
+    await client.messages.get(second.id, { wait: 20 })
+    await client.messages.get(first.id, { wait: 20 })
+    expect(await client.messages.wait({ alias: alias.id, since, timeout: 20 })).toMatchObject({ id: first.id, otpCodes: ["1111"] })
+    // Without since the newest answers, and an explicit sort is kept.
+    expect(await client.messages.wait({ alias: alias.id, timeout: 20 })).toMatchObject({ id: second.id })
+    expect(await client.messages.wait({ alias: alias.id, since, sort: "newest", timeout: 20 })).toMatchObject({ id: second.id })
   })
 
   it("turns the server's Problems into typed BurnboxProblems with code and fields", async () => {

@@ -1,6 +1,6 @@
 import { createServer } from "node:http"
 import { NodeHttpServer } from "@effect/platform-node"
-import { BurnboxApi } from "@burnbox/domain"
+import { BurnboxApi, withOpenApiSecurity } from "@burnbox/domain"
 import { BurnboxConfig, MessageWaits } from "@burnbox/store"
 import { Effect, Layer } from "effect"
 import { HttpRouter } from "effect/http"
@@ -28,11 +28,18 @@ import { ValidationErrorsLive } from "./platform/Validation.ts"
  */
 export const HttpRoutes = Layer.mergeAll(
   HotReadsMiddleware,
-  HttpApiBuilder.layer(BurnboxApi, { openapiPath: "/api/v1/openapi.json" }).pipe(
-    Layer.provide([AuthHttp, TokensHttp, AccountHttp, TagsHttp, AliasesHttp, MessagesHttp, TestMailHttp, WebhooksHttp, NoticesHttp]),
-    Layer.provide([AuthenticationLive, ValidationErrorsLive])
-  ),
-  HttpApiScalar.layer(BurnboxApi, { path: "/docs" }),
+  // The document's security schemes and operations' requirements, and this service's site URL as its server.
+  Layer.unwrap(Effect.gen(function*() {
+    const config = yield* BurnboxConfig
+    const api = withOpenApiSecurity(BurnboxApi, [{ url: config.siteUrl, description: "this burnbox" }])
+    return Layer.mergeAll(
+      HttpApiBuilder.layer(api, { openapiPath: "/api/v1/openapi.json" }).pipe(
+        Layer.provide([AuthHttp, TokensHttp, AccountHttp, TagsHttp, AliasesHttp, MessagesHttp, TestMailHttp, WebhooksHttp, NoticesHttp]),
+        Layer.provide([AuthenticationLive, ValidationErrorsLive])
+      ),
+      HttpApiScalar.layer(api, { path: "/docs" })
+    )
+  })),
   ProblemRouting,
   WellKnownRoutes
 )

@@ -121,4 +121,56 @@ describe("OpenAPI and docs", () => {
     expect(docs.status).toBe(200)
     expect(docs.text).toContain("openapi")
   })
+
+  it("declares its security: bearer, session cookie and CSRF header schemes, each operation's requirement, and its server", async () => {
+    const spec = (await h.request("/api/v1/openapi.json")).body
+    expect(spec.components.securitySchemes).toEqual({
+      bearer: expect.objectContaining({ type: "http", scheme: "bearer" }),
+      session: expect.objectContaining({ type: "apiKey", in: "cookie", name: "service_session" }),
+      csrf: expect.objectContaining({ type: "apiKey", in: "header", name: "X-CSRF-Token" })
+    })
+    expect(spec.servers).toEqual([{ url: h.baseUrl.replace(/\/api\/v1$/, ""), description: "this burnbox" }])
+    const operation = (method: string, path: string) => spec.paths[`/api/v1${path}`][method]
+    // A bearer token with the scope, or a session; a session changing state sends its CSRF header.
+    expect(operation("get", "/me")).toMatchObject({ security: [{ bearer: [] }, { session: [] }], "x-burnbox-scope": "read" })
+    expect(operation("post", "/aliases/candidates")).toMatchObject({ security: [{ bearer: [] }, { session: [], csrf: [] }], "x-burnbox-scope": "manage-aliases" })
+    // Session-only operations, and the public ones.
+    expect(operation("post", "/tokens").security).toEqual([{ session: [], csrf: [] }])
+    expect(operation("get", "/tokens").security).toEqual([{ session: [] }])
+    expect(operation("post", "/auth/signup").security).toEqual([])
+    expect(operation("post", "/auth/login").security).toEqual([])
+    // Every operation says what it needs.
+    for (const [path, methods] of Object.entries<Record<string, { security?: unknown }>>(spec.paths)) {
+      for (const [method, op] of Object.entries(methods)) expect(op.security, `${method} ${path}`).toBeInstanceOf(Array)
+    }
+  })
+
+  it("a request made from the document alone, through its schemes, succeeds", async () => {
+    const spec = (await h.request("/api/v1/openapi.json")).body
+    const session = await h.signup({ plan: "pro" })
+    const token = await h.createToken(session, ["read"])
+    const server: string = spec.servers[0].url
+    /** The headers a generated client sends for one of the operation's requirements. */
+    const credentials = (requirement: Record<string, unknown>, values: Record<string, string>) => {
+      const headers: Record<string, string> = {}
+      for (const name of Object.keys(requirement)) {
+        const scheme = spec.components.securitySchemes[name]
+        if (scheme.type === "http" && scheme.scheme === "bearer") headers["authorization"] = `Bearer ${values[name]}`
+        else if (scheme.in === "cookie") headers["cookie"] = `${scheme.name}=${values[name]}`
+        else if (scheme.in === "header") headers[scheme.name] = values[name]!
+      }
+      return headers
+    }
+    const me = spec.paths["/api/v1/me"].get
+    const byBearer = await fetch(`${server}/api/v1/me`, { headers: credentials(me.security[0], { bearer: token }) })
+    expect(byBearer.status).toBe(200)
+    expect(((await byBearer.json()) as { email: string }).email).toBe(session.email)
+    const createTag = spec.paths["/api/v1/tags"].post
+    const bySession = await fetch(`${server}/api/v1/tags`, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...credentials(createTag.security.at(-1), { session: session.cookie, csrf: session.csrf }) },
+      body: JSON.stringify({ name: "from the docs" })
+    })
+    expect(bySession.status, await bySession.clone().text()).toBe(201)
+  })
 })

@@ -66,8 +66,8 @@ CREATE TABLE message_search (
   -- message_states.archived of the owner (account_id)
   archived boolean NOT NULL DEFAULT false,
   -- account_lexemes(account_id, the message's words)
-  search tsvector STORAGE EXTERNAL NOT NULL,
-  toast_pad text STORAGE MAIN NOT NULL DEFAULT repeat(' ', 2048),
+  search tsvector NOT NULL,
+  toast_pad text NOT NULL DEFAULT repeat(' ', 2048),
   PRIMARY KEY (id, account_id)
 ) PARTITION BY HASH (account_id);
 CREATE TABLE message_search_p0 PARTITION OF message_search FOR VALUES WITH (MODULUS 16, REMAINDER 0) WITH (toast_tuple_target = 128);
@@ -86,6 +86,9 @@ CREATE TABLE message_search_p12 PARTITION OF message_search FOR VALUES WITH (MOD
 CREATE TABLE message_search_p13 PARTITION OF message_search FOR VALUES WITH (MODULUS 16, REMAINDER 13) WITH (toast_tuple_target = 128);
 CREATE TABLE message_search_p14 PARTITION OF message_search FOR VALUES WITH (MODULUS 16, REMAINDER 14) WITH (toast_tuple_target = 128);
 CREATE TABLE message_search_p15 PARTITION OF message_search FOR VALUES WITH (MODULUS 16, REMAINDER 15) WITH (toast_tuple_target = 128);
+-- The words out of line, the pad in line. Set here, not in CREATE TABLE (STORAGE there needs
+-- PostgreSQL 16): on the partitioned table it reaches every partition, the same schema.
+ALTER TABLE message_search ALTER COLUMN search SET STORAGE EXTERNAL, ALTER COLUMN toast_pad SET STORAGE MAIN;
 
 INSERT INTO message_search (id, account_id, alias_id, received_at, has_attachments, trashed_at, archived, search)
 SELECT m.id, m.account_id, m.alias_id, m.received_at, m.has_attachments, m.trashed_at,

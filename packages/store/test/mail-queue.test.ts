@@ -4,9 +4,9 @@
  */
 import { assert, describe, it, layer } from "@effect/vitest"
 import { analyzeMessage, buildTestMessage, parseMessage, workedMail } from "@burnbox/domain/mail/index"
-import { ClaimTimeoutMs, EventsMissed, type Heard, JobQueue, MailQueue, Mailstore, type ProcessedMessage, Realtime } from "@burnbox/store"
+import { ClaimTimeoutMs, EventsMissed, type Heard, JobQueue, MailQueue, Mailstore, type ProcessedMessage, Realtime, withClient } from "@burnbox/store"
 import { freshDatabase, processOn, seedAlias, TestDatabase } from "@burnbox/testkit"
-import { Clock, Deferred, Effect, Layer, Queue, type Redacted } from "effect"
+import { Clock, Deferred, Effect, Layer, Logger, Queue, type Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import { TestClock } from "effect/testing"
 
@@ -195,6 +195,10 @@ describe("Realtime across processes", () => {
     }).pipe(Effect.scoped))
 })
 
+const withClientRows = (url: Redacted.Redacted<string>) =>
+  Effect.runPromise(withClient(url, async (client) =>
+    (await client.query<{ rollbacks: number }>("SELECT xact_rollback::int AS rollbacks FROM pg_stat_database WHERE datname = current_database()")).rows))
+
 describe("JobQueue", () => {
   it.live("runs a job sent to a queue in the process that works it", () =>
     Effect.gen(function*() {
@@ -208,4 +212,30 @@ describe("JobQueue", () => {
       }).pipe(Effect.provide(jobs))
       assert.strictEqual(yield* Deferred.await(ran).pipe(Effect.timeout("30 seconds")), "ran")
     }).pipe(Effect.scoped))
+
+  it.live("four workers starting together on a fresh database: pg-boss's schema is made once, no error, all work", () =>
+    Effect.gen(function*() {
+      const url = yield* freshDatabase
+      const logged: Array<string> = []
+      const capture = Logger.layer([Logger.make(({ message }) => logged.push(String(message)))])
+      yield* Effect.gen(function*() {
+        const workers = yield* Effect.all(
+          Array.from({ length: 4 }, () => Layer.build(JobQueue.layer.pipe(Layer.provideMerge(processOn(url)), Layer.provide(capture)))),
+          { concurrency: "unbounded" }
+        )
+        const ran = yield* Deferred.make<string>()
+        for (const [i, jobs] of workers.entries()) {
+          yield* JobQueue.use((queue) => queue.work(`race-${i}`, Deferred.succeed(ran, `worker ${i}`))).pipe(Effect.provide(jobs))
+        }
+        yield* JobQueue.use((queue) => queue.send("race-3")).pipe(Effect.provide(workers[0]!))
+        assert.strictEqual(yield* Deferred.await(ran).pipe(Effect.timeout("30 seconds")), "worker 3")
+      }).pipe(Effect.scoped)
+      assert.deepStrictEqual(logged.filter((line) => line.includes("pg-boss")), [])
+      // A schema statement that lost a race fails and rolls its transaction back (PostgreSQL logs
+      // `type "job_state" already exists`): none did. The workers' sessions have ended, so their
+      // counts are in the statistics.
+      yield* Effect.sleep("1500 millis")
+      const [stats] = yield* Effect.promise(() => withClientRows(url))
+      assert.strictEqual(stats?.rollbacks, 0)
+    }))
 })

@@ -116,6 +116,8 @@ export class Accounts extends Context.Service<Accounts, {
   /** The same use case for the account's overrides (`admin account override`): they become `overrides`. */
   readonly changeOverrides: (id: number, overrides: PlanOverrides) => Effect.Effect<AccountRow>
   readonly setDensity: (id: number, density: MailboxDensity) => Effect.Effect<void>
+  /** Whether any account exists yet (the start banner tells how to create the first). */
+  readonly anyExists: Effect.Effect<boolean>
 }>()("burnbox/Accounts") {
   static readonly layer = Layer.effect(Accounts, Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
@@ -186,6 +188,10 @@ export class Accounts extends Context.Service<Accounts, {
       changeWith(id, sql`UPDATE accounts SET overrides = ${pgJson(overrides)}::jsonb WHERE id = ${id}`))
 
     return Accounts.of({
+      anyExists: sql<{ readonly any: boolean }>`SELECT EXISTS (SELECT 1 FROM accounts) AS any`.pipe(
+        Effect.orDie,
+        Effect.map((rows) => rows[0]?.any === true)
+      ),
       create,
       get,
       findByEmail: (email) => findRecord(email).pipe(Effect.map((record) => record && toRow(record))),

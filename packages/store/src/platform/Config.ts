@@ -22,11 +22,13 @@ export interface BurnboxSettings {
 
 /** The data dir when BURNBOX_DATA_DIR is unset: `.burnbox` in the current folder. */
 export const DefaultDataDir = "./.burnbox"
+/** BURNBOX_DATA_DIR, resolved: read alone, it makes nothing (the settings below create the secret). */
+export const DataDirConfig = Config.String("BURNBOX_DATA_DIR").pipe(Config.withDefault(DefaultDataDir), Config.map((dir) => resolve(dir)))
 
 export class BurnboxConfig extends Context.Service<BurnboxConfig, BurnboxSettings>()("burnbox/Config") {
   /** Reads the environment; generates BURNBOX_SECRET into the data dir when it is unset. */
   static readonly layer = Layer.effect(BurnboxConfig, Effect.gen(function*() {
-    const dataDir = resolve(yield* Config.String("BURNBOX_DATA_DIR").pipe(Config.withDefault(DefaultDataDir)))
+    const dataDir = yield* DataDirConfig
     const httpPort = yield* Config.Port("BURNBOX_HTTP_PORT").pipe(Config.withDefault(8080))
     const smtpPort = yield* Config.Port("BURNBOX_SMTP_PORT").pipe(Config.withDefault(2525))
     const host = yield* Config.String("BURNBOX_HOST").pipe(Config.withDefault("127.0.0.1"))

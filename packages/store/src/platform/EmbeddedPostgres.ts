@@ -125,6 +125,18 @@ export const clusterLocation = (dataDir: string, options: { readonly create?: bo
 }
 
 /**
+ * Whether the data dir holds burnbox's database (its embedded cluster was made), looked at
+ * without creating anything. A `cluster-id` naming no valid cluster counts: starting says why.
+ */
+export const holdsEmbeddedCluster = (dataDir: string): boolean => {
+  try {
+    return existsSync(join(clusterLocation(dataDir, { create: false }).pgdata, "PG_VERSION"))
+  } catch {
+    return true
+  }
+}
+
+/**
  * Two data dirs never share a cluster: the cluster records the data dir it belongs to. A data
  * dir that was moved takes its cluster along; a copy of one that still exists is refused.
  */
@@ -161,7 +173,7 @@ export const removeCluster = (dataDir: string) => {
 }
 
 /** PostgreSQL refuses to run as root; as root we run it as the `postgres` system user. */
-const postgresUser = (): { uid?: number; gid?: number } => {
+export const postgresUser = (): { uid?: number; gid?: number } => {
   if (!isRoot()) return {}
   const id = (flag: string) => Number(execFileSync("id", [flag, "postgres"], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim())
   try {
@@ -262,6 +274,8 @@ export const startEmbeddedPostgres = (dataDir: string, options: { readonly tunin
         }
         const port = await freePort()
         const socketDir = socketDirOf(pgdata, port)
+        // In its own process group: a Ctrl-C in the terminal reaches burnbox alone, which stops
+        // PostgreSQL last, once everything using it has let go, instead of under their feet.
         const child = spawn(binaries.postgres, [
           "-D", pgdata,
           "-p", String(port),
@@ -271,7 +285,7 @@ export const startEmbeddedPostgres = (dataDir: string, options: { readonly tunin
           "-c", "max_connections=200",
           "-c", "shared_buffers=256MB",
           ...(options.tuning ?? [])
-        ], { ...owner, stdio: ["ignore", "pipe", "pipe"] })
+        ], { ...owner, stdio: ["ignore", "pipe", "pipe"], detached: true })
         const log: Array<string> = []
         await waitUntilReady(child, log)
         child.stdout?.resume()
@@ -287,7 +301,7 @@ export const startEmbeddedPostgres = (dataDir: string, options: { readonly tunin
           child.once("exit", () => resolve())
           child.kill("SIGINT")
         })
-      )
+      ).pipe(Effect.andThen(Effect.logInfo("embedded PostgreSQL stopped")))
   ).pipe(Effect.map(({ cluster }) => cluster))
 
 /**

@@ -7,8 +7,28 @@
  * latency-critical mail work stays on MailQueue (architecture.md).
  */
 import { Context, Effect, Layer, Redacted } from "effect"
+import pg from "pg"
 import { PgBoss } from "pg-boss"
 import { DatabaseUrl } from "./Database.ts"
+
+/** The advisory lock key pg-boss's start is taken under (the migrations' is 727272). */
+const PgBossStartLock = 727273
+
+/**
+ * Runs `start` under a session advisory lock: pg-boss creates its schema at its first start, and
+ * two workers starting together on a fresh database would both try (`type "job_state" already
+ * exists`); one at a time, the second finds it made.
+ */
+const startSerialized = async (connectionString: string, start: () => Promise<unknown>) => {
+  const client = new pg.Client({ connectionString, application_name: "burnbox-worker" })
+  await client.connect()
+  try {
+    await client.query("SELECT pg_advisory_lock($1)", [PgBossStartLock])
+    await start()
+  } finally {
+    await client.end()
+  }
+}
 
 export class JobQueue extends Context.Service<JobQueue, {
   /** Creates the queue (once) and runs `handler` for each of its jobs in this process. */
@@ -30,7 +50,7 @@ export class JobQueue extends Context.Service<JobQueue, {
           // While stopping, connections closing under pg-boss are expected, not news.
           if (!stopping) Effect.runFork(Effect.logError(`pg-boss: ${error.message}`).pipe(Effect.provideContext(context)))
         })
-        await boss.start()
+        await startSerialized(Redacted.value(url), () => boss.start())
         return boss
       }),
       (started) =>

@@ -7,6 +7,7 @@ import { readdirSync, readFileSync } from "node:fs"
 import { fileURLToPath } from "node:url"
 import { Effect, Redacted } from "effect"
 import pg from "pg"
+import { StartupFailure } from "./Startup.ts"
 
 const directory = fileURLToPath(new URL("../../migrations/", import.meta.url))
 
@@ -26,12 +27,26 @@ export const loadMigrations = (): ReadonlyArray<Migration> =>
       sql: readFileSync(directory + file, "utf8")
     }))
 
+/** The oldest PostgreSQL the migrations run on (tested on 15 and 18; nothing they use is newer than 14). */
+export const OldestPostgres = 14
+
+/** Why a server of this version (`server_version_num`, `server_version`) cannot hold burnbox's database, if it cannot. */
+export const postgresTooOld = (versionNum: number, version: string): string | undefined =>
+  versionNum >= OldestPostgres * 10_000
+    ? undefined
+    : `PostgreSQL ${version} is older than burnbox needs (${OldestPostgres} or newer); point DATABASE_URL at a newer one`
+
 /** Applies pending migrations; answers the ones it applied. */
 export const migrate = (url: Redacted.Redacted<string>) =>
   Effect.promise(async () => {
     const client = new pg.Client({ connectionString: Redacted.value(url) })
     await client.connect()
     try {
+      const [server] = (await client.query<{ num: string; version: string }>(
+        "SELECT current_setting('server_version_num') AS num, current_setting('server_version') AS version"
+      )).rows
+      const refusal = postgresTooOld(Number(server?.num), server?.version ?? "?")
+      if (refusal !== undefined) throw new StartupFailure({ message: refusal })
       await client.query("BEGIN")
       await client.query("SELECT pg_advisory_xact_lock(727272)")
       await client.query(`CREATE TABLE IF NOT EXISTS burnbox_migrations (
