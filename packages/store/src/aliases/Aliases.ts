@@ -20,7 +20,9 @@ import {
   ExpiringNoticeMs,
   FeatureNotInPlan,
   HourlyShuffleLimitReached,
+  liveReservationCap,
   requestedTransition,
+  ReservationCapReached,
   ReservationLifetimeMs,
   ReservationUnavailable,
   ResolvedPlan,
@@ -29,8 +31,6 @@ import {
   type UpdateAlias
 } from "@burnbox/domain"
 import { cryptoRandom, generateLocalPart, type LocalPartStyle, type RandomSource } from "@burnbox/domain/aliases/index"
-import { liveReservationCap } from "@burnbox/domain/aliases/Alias"
-import { ReservationCapReached } from "@burnbox/domain/aliases/errors"
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient, SqlSchema, type Statement } from "effect/sql"
 import { DomainRow } from "../domains/Domains.ts"
