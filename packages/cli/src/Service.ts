@@ -21,6 +21,9 @@ import { Cause, Config, Effect, Layer, Option } from "effect"
 import { admin } from "./Admin.ts"
 import { CliError, parseArgs } from "./Args.ts"
 
+/** How a reader runs this program: from a clone, through the workspace's wrapper; installed, by its name. */
+const programCommand = import.meta.url.includes("/packages/cli/src/") ? "./pnpmw burnbox" : "burnbox"
+
 const banner = Effect.gen(function*() {
   const config = yield* BurnboxConfig
   // How to create an account is news only while there is none.
@@ -35,7 +38,7 @@ const banner = Effect.gen(function*() {
       ? [
         "Create an account:",
         `  curl -i -X POST ${config.baseUrl}/auth/signup -H 'content-type: application/json' -d '{"email":"you@example.com","password":"correct horse"}'`,
-        "  or: ./pnpmw burnbox admin account create --email you@example.com --password 'correct horse' --plan pro"
+        `  or: ${programCommand} admin account create --email you@example.com --password 'correct horse' --plan pro`
       ]
       : []),
     "Stop with Ctrl-C."

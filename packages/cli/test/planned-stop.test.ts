@@ -71,6 +71,8 @@ describe("burnbox start: the banner, and a planned stop", () => {
     const first = await start(repo, env)
     // No account yet: the banner says how to make one.
     expect(first.stdout()).toContain("Create an account:")
+    // Run from a clone, the program is reached through the workspace's wrapper (installed, by its name).
+    expect(first.stdout()).toContain("or: ./pnpmw burnbox admin account create --email")
     const signup = await fetch(`${first.api}/auth/signup`, { method: "POST", headers: json, body: JSON.stringify({ email: "stop@example.com", password: "correct horse battery" }) })
     expect(signup.status).toBe(201)
     const plan = await burnbox(["admin", "account", "plan", "--email", "stop@example.com", "--plan", "pro"], env)
