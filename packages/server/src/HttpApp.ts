@@ -13,6 +13,7 @@ import { MessagesHttp } from "./messages/MessagesHttp.ts"
 import { NoticesHttp } from "./notices/NoticesHttp.ts"
 import { TestMailHttp } from "./testmail/TestMailHttp.ts"
 import { AuthHttp } from "./auth/AuthHttp.ts"
+import { SharingHttp } from "./sharing/SharingHttp.ts"
 import { TagsHttp } from "./tags/TagsHttp.ts"
 import { TokensHttp } from "./tokens/TokensHttp.ts"
 import { WebhooksHttp } from "./webhooks/WebhooksHttp.ts"
@@ -29,7 +30,7 @@ import { ValidationErrorsLive } from "./platform/Validation.ts"
 export const HttpRoutes = Layer.mergeAll(
   HotReadsMiddleware,
   HttpApiBuilder.layer(BurnboxApi, { openapiPath: "/api/v1/openapi.json" }).pipe(
-    Layer.provide([AuthHttp, TokensHttp, AccountHttp, TagsHttp, AliasesHttp, MessagesHttp, TestMailHttp, WebhooksHttp, NoticesHttp]),
+    Layer.provide([AuthHttp, TokensHttp, AccountHttp, TagsHttp, AliasesHttp, SharingHttp, MessagesHttp, TestMailHttp, WebhooksHttp, NoticesHttp]),
     Layer.provide([AuthenticationLive, ValidationErrorsLive])
   ),
   HttpApiScalar.layer(BurnboxApi, { path: "/docs" }),
