@@ -119,14 +119,19 @@ export const listConditions = ({ access, search, sql }: ListServices, accountId:
       if (Result.isFailure(parsed)) return yield* Effect.fail(parsed.failure)
       query = parsed.success
     }
-    const indexed = search.readsIndex(query, trashed)
+    const reach = yield* access.reach(accountId, "read", "m", { excludeShared: bool(filters.excludeShared) ?? false })
+    // The index keeps each message's words and archive mark as its owner's: a list that reaches
+    // mail shared with the reader finds words on `messages` (each row's words within its own
+    // account) and reads the reader's own archive marks.
+    const indexed = !reach.shared && search.readsIndex(query, trashed)
     const source = indexed ? "index" : "messages"
+    const wordsOf = reach.shared ? "row" as const : accountId
     /** The reader's own mark: `value` true needs a state row with it set; false, none with it set. */
     const mark = (column: "archived" | "is_read" | "starred" | "pinned", value: boolean) => {
       const marked = sql`EXISTS (SELECT 1 FROM message_states s WHERE s.message_id = m.id AND s.account_id = ${accountId} AND s.${sql.literal(column)})`
       return value ? marked : sql`NOT ${marked}`
     }
-    const conditions: Array<Statement.Fragment> = [access.mailboxes(accountId, "read", "m")]
+    const conditions: Array<Statement.Fragment> = [reach.condition]
     // Also in the search index, which keeps a trashed message's row out of its indexes (WHERE trashed_at IS NULL).
     conditions.push(trashed ? sql`m.trashed_at IS NOT NULL` : sql`m.trashed_at IS NULL`)
     // The archived filter does not apply to the trash (spec 4.5, rule 1).
@@ -169,7 +174,7 @@ export const listConditions = ({ access, search, sql }: ListServices, accountId:
           // In the trash, `q` is answered from the database: subject and sender only (rule 2).
           ? match(term, sql`(m.subject ILIKE ${likePattern(term.value)} OR ${senderText} ILIKE ${likePattern(term.value)})`)
           // The words of the mailbox are only in the search index.
-          : search.matchesTerm(accountId, term, source))
+          : search.matchesTerm(wordsOf, term, source))
       }
       for (const term of query.from) conditions.push(match(term, sql`${senderText} ILIKE ${likePattern(term.value)}`))
       for (const term of query.to) {
@@ -188,8 +193,8 @@ export const listConditions = ({ access, search, sql }: ListServices, accountId:
       if (query.before !== undefined) conditions.push(sql`m.received_at < ${new Date(`${query.before}T00:00:00Z`)}`)
       if (query.after !== undefined) conditions.push(sql`m.received_at >= ${new Date(`${query.after}T00:00:00Z`)}`)
     }
-    /** The view whose `total` mailbox_counts keeps (migration 0007), when nothing narrows it further. */
-    const counted: CountedView | undefined = conditions.length > viewConditions ? undefined : trashed ? "trash" : archived ? "archive" : "mailbox"
+    /** The view whose `total` mailbox_counts keeps (migration 0007, the owner's own mail), when nothing narrows it further. */
+    const counted: CountedView | undefined = conditions.length > viewConditions || reach.shared ? undefined : trashed ? "trash" : archived ? "archive" : "mailbox"
     return { where: sql.and(conditions), view: sql.and(conditions.slice(0, viewConditions)), indexed, query, counted }
   })
 
