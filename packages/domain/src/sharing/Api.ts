@@ -7,7 +7,7 @@ import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { Access, Authentication, IdParams, requires } from "../auth/Access.ts"
 import { Errors as E } from "../platform/Problem.ts"
-import { CreateShare, Share, ShareInvitation, ShareParams, UpdateShare } from "./Share.ts"
+import { CreateShare, RevokedShareGrant, Share, ShareInvitation, ShareParams, UpdateShare } from "./Share.ts"
 
 export class SharingGroup extends HttpApiGroup.make("sharing")
   .add(
@@ -45,7 +45,15 @@ export class SharingGroup extends HttpApiGroup.make("sharing")
       params: IdParams,
       success: HttpApiSchema.NoContent,
       error: E.NotFound
-    }).annotate(Access, requires("manage-aliases"))
+    }).annotate(Access, requires("manage-aliases")),
+    HttpApiEndpoint.delete("leave", "/aliases/:id/share", {
+      params: IdParams,
+      success: HttpApiSchema.NoContent,
+      error: E.NotFound
+    }).annotate(Access, requires("manage-aliases")),
+    HttpApiEndpoint.get("revoked", "/share-grants/revoked", {
+      success: Schema.Struct({ items: Schema.Array(RevokedShareGrant) })
+    }).annotate(Access, requires("read"))
   )
   .middleware(Authentication)
   .annotateMerge(OpenApi.annotations({ title: "Sharing" }))

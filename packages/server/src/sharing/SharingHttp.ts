@@ -18,4 +18,6 @@ export const SharingHttp = HttpApiBuilder.group(BurnboxApi, "sharing", Effect.fn
     .handle("invitations", () => Effect.flatMap(caller, (accountId) => shares.invitations(accountId)).pipe(Effect.map((items) => ({ items }))))
     .handle("accept", ({ params }) => withProblems(Effect.flatMap(caller, (accountId) => shares.accept(accountId, params.id))))
     .handle("decline", ({ params }) => withProblems(Effect.flatMap(caller, (accountId) => shares.decline(accountId, params.id))))
+    .handle("leave", ({ params }) => withProblems(Effect.flatMap(caller, (accountId) => shares.leave(accountId, params.id))))
+    .handle("revoked", () => Effect.flatMap(caller, (accountId) => shares.revoked(accountId)).pipe(Effect.map((items) => ({ items }))))
 }))

@@ -40,6 +40,7 @@ import { now } from "../platform/Time.ts"
 import { pgJson } from "../platform/PgText.ts"
 import { Entitlements } from "../plans/Entitlements.ts"
 import { liveGuestShare } from "../sharing/MailboxAccess.ts"
+import { endSharesOfBurned } from "../sharing/Shares.ts"
 
 /** Where candidate randomness comes from; tests replace it with a seeded source. */
 export class CandidateRandom extends Context.Service<CandidateRandom, RandomSource>()("burnbox/CandidateRandom") {
@@ -523,6 +524,7 @@ export class Aliases extends Context.Service<Aliases, {
     const burn = (row: Row, at: Date) =>
       Effect.gen(function*() {
         yield* sql`UPDATE aliases SET status = 'burned', burned_at = ${at}, plan_paused = false WHERE id = ${row.id}`.pipe(Effect.orDie)
+        yield* endSharesOfBurned(sql, row.id, at).pipe(Effect.orDie)
         yield* appendEvent(sql, { accountId: row.account_id, alias: eventAlias(row), type: "alias.burned", time: at, data: { alias: eventAlias(row), burned_at: at.toISOString() } })
       })
 

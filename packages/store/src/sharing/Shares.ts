@@ -11,6 +11,8 @@
 import {
   AlreadyShared,
   type FeatureNotInPlan,
+  planIncludes,
+  type RevokedShareGrant,
   GuestLimitReached,
   InvitationNotFound,
   makeHandle,
@@ -28,6 +30,7 @@ import { emailKey } from "../accounts/Accounts.ts"
 import { Entitlements } from "../plans/Entitlements.ts"
 import { IdRow, IsoFromDate, rowsDecoder } from "../platform/Rows.ts"
 import { now } from "../platform/Time.ts"
+import { liveGuestShare } from "./MailboxAccess.ts"
 
 /** A live share as its owner lists it. */
 const ShareRow = Schema.Struct({
@@ -54,6 +57,15 @@ const handleRows = rowsDecoder(Schema.Struct({ handle: Schema.NullOr(Schema.Stri
 /** The statuses of a share that still stands: offered, or accepted. */
 export const liveShare = (row: string) => `${row}.status IN ('pending', 'active')`
 
+/**
+ * A burn ends every share of the alias (the guest is told `share_ended`, not how), in the burn's
+ * transaction: a statement for the caller's SQL client.
+ */
+export const endSharesOfBurned = (sql: SqlClient.SqlClient, aliasId: number, at: Date) =>
+  sql`
+    UPDATE shares SET status = 'ended', ended_at = ${at}, ended_by = 'burn'
+    WHERE alias_id = ${aliasId} AND status IN ('pending', 'active')`.pipe(Effect.asVoid)
+
 export class Shares extends Context.Service<Shares, {
   /** POST /aliases/{id}/shares: the owner invites the account with `email`. */
   readonly invite: (ownerId: number, aliasId: number, input: { readonly email: string; readonly role: ShareRole }) =>
@@ -70,6 +82,14 @@ export class Shares extends Context.Service<Shares, {
   readonly accept: (guestId: number, invitationId: number) => Effect.Effect<void, InvitationNotFound>
   /** POST /shares/invitations/{id}/decline. */
   readonly decline: (guestId: number, invitationId: number) => Effect.Effect<void, InvitationNotFound>
+  /**
+   * DELETE /aliases/{id}/share: the guest leaves a mailbox it has a share of (active, or held by
+   * the owner's plan); its own marks and tags on the mailbox's mail are deleted. No share is
+   * answered as a stranger (ShareTargetNotFound).
+   */
+  readonly leave: (guestId: number, aliasId: number) => Effect.Effect<void, ShareTargetNotFound>
+  /** GET /share-grants/revoked: the guest's stopped access (spec 2.17). */
+  readonly revoked: (guestId: number) => Effect.Effect<ReadonlyArray<RevokedShareGrant>>
   /** The account's handle, given now if it has none (inside the caller's transaction when there is one). */
   readonly handleOf: (accountId: number) => Effect.Effect<string>
 }>()("burnbox/Shares") {
@@ -206,6 +226,80 @@ export class Shares extends Context.Service<Shares, {
       yield* answerInvitation(guestId, invitationId, sql`status = 'declined', ended_at = ${at}`)
     })
 
-    return Shares.of({ invite, list, changeRole, end, invitations, accept, decline, handleOf })
+    const leave = Effect.fn("Shares.leave")(function*(guestId: number, aliasId: number) {
+      const at = yield* now
+      return yield* sql.withTransaction(Effect.gen(function*() {
+        const left = yield* sql`
+          UPDATE shares SET status = 'left', ended_at = ${at}
+          WHERE alias_id = ${aliasId} AND guest_id = ${guestId} AND status = 'active'
+          RETURNING id`.pipe(Effect.flatMap(idRows))
+        if (left.length === 0) return yield* Effect.fail(new ShareTargetNotFound({ aliasId }))
+        // The guest's own state on the mailbox goes with it: its marks and its tags on the mail.
+        yield* sql`
+          DELETE FROM message_states s USING messages m
+          WHERE s.account_id = ${guestId} AND m.id = s.message_id AND m.alias_id = ${aliasId} AND m.account_id <> ${guestId}`
+        yield* sql`
+          DELETE FROM message_tags t USING messages m
+          WHERE t.account_id = ${guestId} AND m.id = t.message_id AND m.alias_id = ${aliasId} AND m.account_id <> ${guestId}`
+        yield* sql`
+          UPDATE share_grants SET revoked_at = ${at}, revoked_by = 'guest'
+          WHERE share_id IN ${sql.in(left.map((r) => r.id))} AND revoked_at IS NULL`
+      })).pipe(Effect.catchTag("SqlError", Effect.die))
+    })
+
+    const stoppedRows = rowsDecoder(Schema.Struct({
+      alias_id: Schema.Int,
+      status: Schema.Literals(["active", "ended", "left"]),
+      stopped_at: Schema.NullOr(IsoFromDate)
+    }))
+    const revoked = Effect.fn("Shares.revoked")(function*(guestId: number) {
+      // A whole share that stopped: suspended by the owner's plan (may resume), ended (by the owner
+      // or a burn: not told which), or left. A stopped share of a mailbox the guest reaches again
+      // (invited anew) is history, not an outage, and is not reported.
+      const rows = yield* sql`
+        SELECT s.alias_id, s.status, CASE WHEN s.status = 'active' THEN s.suspended_at ELSE s.ended_at END AS stopped_at
+        FROM shares s
+        WHERE s.guest_id = ${guestId} AND s.accepted_at IS NOT NULL
+          AND (s.status IN ('ended', 'left') OR (s.status = 'active' AND s.suspended_at IS NOT NULL))
+          AND NOT EXISTS (SELECT 1 FROM shares l WHERE l.guest_id = s.guest_id AND l.alias_id = s.alias_id AND l.id > s.id AND l.accepted_at IS NOT NULL)
+          AND NOT EXISTS (SELECT 1 FROM shares l WHERE l.guest_id = s.guest_id AND l.alias_id = s.alias_id AND l.id <> s.id
+                          AND ${sql.literal(liveGuestShare("l"))})
+        ORDER BY s.id`.pipe(Effect.flatMap(stoppedRows), Effect.orDie)
+      return rows.map((row): RevokedShareGrant => {
+        const suspended = row.status === "active"
+        return {
+          aliasId: row.alias_id,
+          aliasAddress: null,
+          ownerHandle: null,
+          reason: suspended ? "share_suspended" : row.status === "left" ? "guest_left" : "share_ended",
+          reversible: suspended,
+          kind: "share",
+          webhookId: null,
+          apiTokenId: null,
+          endpointHost: null,
+          endedAt: row.stopped_at,
+          revokedAt: suspended ? null : row.stopped_at,
+          revokedBy: null
+        }
+      })
+    })
+
+    /**
+     * The plan effect (decisions.md): an owner without sharing in its plan (free) holds every live
+     * share of its mailboxes (suspended: the guest reaches nothing, is told `share_suspended`);
+     * with sharing (an upgrade) they resume. Decided from `after`, so it is idempotent.
+     */
+    const followPlan = (ownerId: number, sharing: boolean) =>
+      Effect.gen(function*() {
+        const at = yield* now
+        yield* sharing
+          ? sql`UPDATE shares SET suspended_at = NULL
+                WHERE owner_id = ${ownerId} AND status IN ('pending', 'active') AND suspended_at IS NOT NULL`
+          : sql`UPDATE shares SET suspended_at = ${at}
+                WHERE owner_id = ${ownerId} AND status IN ('pending', 'active') AND suspended_at IS NULL`
+      }).pipe(Effect.orDie)
+    yield* entitlements.onPlanChange({ feature: "sharing", apply: ({ accountId, after }) => followPlan(accountId, planIncludes(after, "sharing")) })
+
+    return Shares.of({ invite, list, changeRole, end, invitations, accept, decline, leave, revoked, handleOf })
   }))
 }
