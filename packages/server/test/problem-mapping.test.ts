@@ -40,6 +40,7 @@ import {
   SearchQueryTooLong,
   SearchQueryTooManyTerms,
   SelfDestructNotInFuture,
+  ShareGrantNotFound,
   ShareNotFound,
   ShareTargetNotFound,
   SignInThrottled,
@@ -128,6 +129,7 @@ const cases: { readonly [Tag in DomainError["_tag"]]: readonly [Extract<DomainEr
   InvitationNotFound: [new InvitationNotFound({ invitationId: 3 }), answer(404, "not_found", "Invitation was not found.")],
   AlreadyShared: [new AlreadyShared({ aliasId: 7 }), answer(409, "already_shared", "This mailbox is already shared with that account.")],
   GuestLimitReached: [new GuestLimitReached({ limit: 5 }), answer(409, "guest_limit_reached", "A mailbox has at most 5 guests; end a share first.")],
+  ShareGrantNotFound: [new ShareGrantNotFound({ aliasId: 7, subjectId: 2 }), answer(404, "not_found", "Share grant was not found.")],
 
   MessageNotFound: [new MessageNotFound({ messageId: 11 }), answer(404, "not_found", "Message was not found.")],
   PinLimitReached: [new PinLimitReached({ limit: 3 }), answer(409, "max_pinned_reached", "Your plan keeps at most 3 pinned messages; unpin one first.")],

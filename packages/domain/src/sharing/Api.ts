@@ -7,7 +7,7 @@ import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { Access, Authentication, IdParams, requires } from "../auth/Access.ts"
 import { Errors as E } from "../platform/Problem.ts"
-import { CreateShare, RevokedShareGrant, Share, ShareInvitation, ShareParams, UpdateShare } from "./Share.ts"
+import { CreateShare, RevokedShareGrant, Share, ShareGrant, ShareGrantParams, ShareInvitation, ShareParams, UpdateShare } from "./Share.ts"
 
 export class SharingGroup extends HttpApiGroup.make("sharing")
   .add(
@@ -48,6 +48,21 @@ export class SharingGroup extends HttpApiGroup.make("sharing")
     }).annotate(Access, requires("manage-aliases")),
     HttpApiEndpoint.delete("leave", "/aliases/:id/share", {
       params: IdParams,
+      success: HttpApiSchema.NoContent,
+      error: E.NotFound
+    }).annotate(Access, requires("manage-aliases")),
+    HttpApiEndpoint.get("grants", "/aliases/:id/share-grants", {
+      params: IdParams,
+      success: Schema.Struct({ items: Schema.Array(ShareGrant) }),
+      error: E.NotFound
+    }).annotate(Access, requires("read")),
+    HttpApiEndpoint.post("acknowledgeGrants", "/aliases/:id/share-grants/acknowledge", {
+      params: IdParams,
+      success: HttpApiSchema.NoContent,
+      error: E.NotFound
+    }).annotate(Access, requires("manage-aliases")),
+    HttpApiEndpoint.delete("revokeGrant", "/aliases/:id/share-grants/:kind/:subjectId", {
+      params: ShareGrantParams,
       success: HttpApiSchema.NoContent,
       error: E.NotFound
     }).annotate(Access, requires("manage-aliases")),

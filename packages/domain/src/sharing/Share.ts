@@ -5,6 +5,7 @@
  */
 import { Schema } from "effect"
 import { DateTimeString, Email, Id, IdFromPath } from "../platform/Common.ts"
+import type { WebhookSubscription } from "../webhooks/Webhook.ts"
 
 /** How a guest reaches a shared mailbox: `viewer` reads it; `collaborator` may also delete, restore and empty the trash. */
 export const ShareRole = Schema.Literals(["collaborator", "viewer"])
@@ -88,3 +89,34 @@ export const HandlePattern = /^[a-z]{3,8}-[a-z]{3,8}-\d{4}$/u
 /** A handle from two words and a number below 10000 (the store draws them and keeps handles unique). */
 export const makeHandle = (first: string, second: string, number: number): string =>
   `${first}-${second}-${String(number % 10_000).padStart(4, "0")}`
+
+/** The path's name of a grant's kind (spec 4.4): `webhooks` or `api-tokens`. */
+export const ShareGrantKindPath = Schema.Literals(["webhooks", "api-tokens"])
+export type ShareGrantKindPath = typeof ShareGrantKindPath.Type
+export const ShareGrantParams = { id: IdFromPath, kind: ShareGrantKindPath, subjectId: IdFromPath }
+
+/**
+ * Whether a guest's endpoint reaches a shared mailbox: it can select the mailbox's events as the
+ * guest sees them. `label` never does (a guest sees no label on a mailbox it does not own).
+ */
+export const subscriptionReaches = (subscription: WebhookSubscription, aliasId: number): boolean => {
+  switch (subscription.mode) {
+    case "all":
+    case "tag":
+    case "otp":
+      return true
+    case "aliases":
+      return subscription.alias_ids.includes(aliasId)
+    case "label":
+      return false
+  }
+}
+
+/** The host of an endpoint URL, never its path (which can carry a secret); null when it is not a URL. */
+export const endpointHostOf = (url: string): string | null => {
+  try {
+    return new URL(url).host
+  } catch {
+    return null
+  }
+}

@@ -29,4 +29,10 @@ export class GuestLimitReached extends Schema.TaggedError<GuestLimitReached>()("
   limit: Schema.Int
 }) {}
 
-export type SharingError = ShareTargetNotFound | ShareNotFound | InvitationNotFound | AlreadyShared | GuestLimitReached
+/** No guest endpoint or guest token reaching the caller's mailbox has this id. */
+export class ShareGrantNotFound extends Schema.TaggedError<ShareGrantNotFound>()("ShareGrantNotFound", {
+  aliasId: Schema.Int,
+  subjectId: Schema.Int
+}) {}
+
+export type SharingError = ShareTargetNotFound | ShareNotFound | InvitationNotFound | AlreadyShared | GuestLimitReached | ShareGrantNotFound

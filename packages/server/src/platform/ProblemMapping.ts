@@ -98,6 +98,7 @@ const problems = {
   InvitationNotFound: () => NotFound.of("Invitation"),
   AlreadyShared: () => conflict("already_shared", "This mailbox is already shared with that account."),
   GuestLimitReached: (e) => conflict("guest_limit_reached", `A mailbox has at most ${e.limit} guests; end a share first.`),
+  ShareGrantNotFound: () => NotFound.of("Share grant"),
 
   // tags
   TagNotFound: () => NotFound.of("Tag"),

@@ -19,5 +19,10 @@ export const SharingHttp = HttpApiBuilder.group(BurnboxApi, "sharing", Effect.fn
     .handle("accept", ({ params }) => withProblems(Effect.flatMap(caller, (accountId) => shares.accept(accountId, params.id))))
     .handle("decline", ({ params }) => withProblems(Effect.flatMap(caller, (accountId) => shares.decline(accountId, params.id))))
     .handle("leave", ({ params }) => withProblems(Effect.flatMap(caller, (accountId) => shares.leave(accountId, params.id))))
+    .handle("grants", ({ params }) =>
+      withProblems(Effect.flatMap(caller, (accountId) => shares.grants(accountId, params.id))).pipe(Effect.map((items) => ({ items }))))
+    .handle("acknowledgeGrants", ({ params }) => withProblems(Effect.flatMap(caller, (accountId) => shares.acknowledgeGrants(accountId, params.id))))
+    .handle("revokeGrant", ({ params }) =>
+      withProblems(Effect.flatMap(caller, (accountId) => shares.revokeGrant(accountId, params.id, params.kind, params.subjectId))))
     .handle("revoked", () => Effect.flatMap(caller, (accountId) => shares.revoked(accountId)).pipe(Effect.map((items) => ({ items }))))
 }))

@@ -39,7 +39,7 @@ import { RateLimiter } from "../platform/RateLimiter.ts"
 import { now } from "../platform/Time.ts"
 import { pgJson } from "../platform/PgText.ts"
 import { Entitlements } from "../plans/Entitlements.ts"
-import { liveGuestShare } from "../sharing/MailboxAccess.ts"
+import { liveGuestShare, reachableShare } from "../sharing/MailboxAccess.ts"
 import { endSharesOfBurned } from "../sharing/Shares.ts"
 
 /** Where candidate randomness comes from; tests replace it with a seeded source. */
@@ -644,7 +644,7 @@ export class Aliases extends Context.Service<Aliases, {
 
     /** The mailboxes others shared with the reader, live now. */
     const sharedWith = (accountId: number) =>
-      sql`
+      Effect.flatMap(reachableShare(sql, "s"), (reachable) => sql`
         SELECT ${aliasColumns}, s.role, o.handle AS owner_handle,
                (SELECT count(*)::int FROM messages m
                 WHERE m.alias_id = al.id AND m.trashed_at IS NULL
@@ -655,8 +655,8 @@ export class Aliases extends Context.Service<Aliases, {
         JOIN domains d ON d.id = al.domain_id
         JOIN accounts a ON a.id = al.account_id
         JOIN accounts o ON o.id = s.owner_id
-        WHERE s.guest_id = ${accountId} AND ${sql.literal(liveGuestShare("s"))} AND al.status IN ('active', 'paused')
-        ORDER BY al.id`.pipe(Effect.flatMap(decodeSharedRows), Effect.orDie)
+        WHERE s.guest_id = ${accountId} AND ${reachable} AND al.status IN ('active', 'paused')
+        ORDER BY al.id`).pipe(Effect.flatMap(decodeSharedRows), Effect.orDie)
 
     const list = Effect.fn("Aliases.list")(function*(accountId: number, includeBurned: boolean) {
       const [own, shared] = yield* Effect.all([

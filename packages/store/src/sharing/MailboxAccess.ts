@@ -11,7 +11,7 @@
  * and only when the account is a live guest somewhere does `OR m.alias_id IN (...)` follow,
  * with the shared aliases read here (one indexed lookup of `shares`), not a subquery per row.
  */
-import type { AliasRole } from "@burnbox/domain"
+import { type AliasRole, CurrentPrincipal } from "@burnbox/domain"
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient, type Statement } from "effect/sql"
 import { rowsDecoder } from "../platform/Rows.ts"
@@ -48,8 +48,28 @@ export interface Reach {
 /** A live share: accepted, not ended, not suspended by the owner's plan. */
 export const liveGuestShare = (row: string) => `${row}.status = 'active' AND ${row}.suspended_at IS NULL`
 
+/**
+ * The bearer token the current request came with, if any: a guest token the owner revoked on a
+ * mailbox (a ShareGrant) reaches that mailbox no more, from its next request on.
+ */
+export const callerToken: Effect.Effect<number | null> = Effect.map(
+  Effect.serviceOption(CurrentPrincipal),
+  (principal) => Option.isSome(principal) ? principal.value.tokenId : null
+)
+
+/** The condition that the share `row` is not closed to `token` by its owner. */
+const openTo = (sql: SqlClient.SqlClient, row: string, token: number | null) =>
+  token === null
+    ? sql`true`
+    : sql`NOT EXISTS (SELECT 1 FROM share_grants g WHERE g.alias_id = ${sql.literal(row)}.alias_id AND g.api_token_id = ${token}
+                      AND g.revoked_at IS NOT NULL)`
+
 const SharedRow = Schema.Struct({ aliasId: Schema.Int, ownerId: Schema.Int, role: Schema.Literals(["viewer", "collaborator"]) })
 const sharedRows = rowsDecoder(SharedRow)
+
+/** The condition that the share `row` is live and open to the current request's token (for statements that list shared mailboxes). */
+export const reachableShare = (sql: SqlClient.SqlClient, row: string) =>
+  Effect.map(callerToken, (token) => sql`${sql.literal(liveGuestShare(row))} AND ${openTo(sql, row, token)}`)
 
 export class MailboxAccess extends Context.Service<MailboxAccess, {
   /** How `accountId` reaches the mailbox of `aliasId`; none for a stranger, a former guest, or no such alias. */
@@ -73,18 +93,21 @@ export class MailboxAccess extends Context.Service<MailboxAccess, {
   static readonly layer = Layer.effect(MailboxAccess, Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
 
-    const shared = Effect.fn("MailboxAccess.shared")((accountId: number) =>
-      sql`
+    const shared = Effect.fn("MailboxAccess.shared")(function*(accountId: number) {
+      const token = yield* callerToken
+      return yield* sql`
         SELECT s.alias_id AS "aliasId", s.owner_id AS "ownerId", s.role FROM shares s
-        WHERE s.guest_id = ${accountId} AND ${sql.literal(liveGuestShare("s"))}
+        WHERE s.guest_id = ${accountId} AND ${sql.literal(liveGuestShare("s"))} AND ${openTo(sql, "s", token)}
         ORDER BY s.alias_id`.pipe(Effect.flatMap(sharedRows), Effect.orDie)
-    )
+    })
 
     const role = Effect.fn("MailboxAccess.role")(function*(accountId: number, aliasId: number) {
+      const token = yield* callerToken
       const rows = yield* sql`
         SELECT 'owner' AS role FROM aliases WHERE id = ${aliasId} AND account_id = ${accountId} AND status <> 'reserved'
         UNION ALL
-        SELECT s.role FROM shares s WHERE s.alias_id = ${aliasId} AND s.guest_id = ${accountId} AND ${sql.literal(liveGuestShare("s"))}`
+        SELECT s.role FROM shares s
+        WHERE s.alias_id = ${aliasId} AND s.guest_id = ${accountId} AND ${sql.literal(liveGuestShare("s"))} AND ${openTo(sql, "s", token)}`
         .pipe(Effect.flatMap(rowsDecoder(Schema.Struct({ role: Schema.Literals(["owner", "viewer", "collaborator"]) }))), Effect.orDie)
       return Option.fromUndefinedOr(rows[0]?.role)
     })

@@ -10,7 +10,13 @@
  */
 import {
   AlreadyShared,
+  endpointHostOf,
   type FeatureNotInPlan,
+  type ShareGrant,
+  ShareGrantNotFound,
+  type ShareGrantKindPath,
+  subscriptionReaches,
+  WebhookSubscription,
   planIncludes,
   type RevokedShareGrant,
   GuestLimitReached,
@@ -88,6 +94,17 @@ export class Shares extends Context.Service<Shares, {
    * answered as a stranger (ShareTargetNotFound).
    */
   readonly leave: (guestId: number, aliasId: number) => Effect.Effect<void, ShareTargetNotFound>
+  /** GET /aliases/{id}/share-grants: every guest endpoint and guest token reaching the owner's mailbox (spec 2.17). */
+  readonly grants: (ownerId: number, aliasId: number) => Effect.Effect<ReadonlyArray<ShareGrant>, ShareTargetNotFound>
+  /** POST /aliases/{id}/share-grants/acknowledge: the owner has seen them (isNewToOwner false). */
+  readonly acknowledgeGrants: (ownerId: number, aliasId: number) => Effect.Effect<void, ShareTargetNotFound>
+  /**
+   * DELETE /aliases/{id}/share-grants/{kind}/{subjectId}: ends one grant while the guest keeps the
+   * mailbox, for good. A webhook's queued deliveries of this mailbox are abandoned; a token stops
+   * reaching the mailbox on its next request (MailboxAccess).
+   */
+  readonly revokeGrant: (ownerId: number, aliasId: number, kind: ShareGrantKindPath, subjectId: number) =>
+    Effect.Effect<void, ShareTargetNotFound | ShareGrantNotFound>
   /** GET /share-grants/revoked: the guest's stopped access (spec 2.17). */
   readonly revoked: (guestId: number) => Effect.Effect<ReadonlyArray<RevokedShareGrant>>
   /** The account's handle, given now if it has none (inside the caller's transaction when there is one). */
@@ -247,6 +264,118 @@ export class Shares extends Context.Service<Shares, {
       })).pipe(Effect.catchTag("SqlError", Effect.die))
     })
 
+    const ownerOf = (ownerId: number, aliasId: number) =>
+      sql`SELECT id FROM aliases WHERE id = ${aliasId} AND account_id = ${ownerId} AND status <> 'reserved'`.pipe(
+        Effect.flatMap(idRows),
+        Effect.orDie,
+        Effect.flatMap((rows) => rows.length > 0 ? Effect.void : Effect.fail(new ShareTargetNotFound({ aliasId })))
+      )
+
+    /** A grant as the owner's oversight reads it: one row per guest endpoint or token of a live guest, with its grant row if any. */
+    const grantRows = rowsDecoder(Schema.Struct({
+      kind: Schema.Literals(["webhook", "api_token"]),
+      subject_id: Schema.Int,
+      share_id: Schema.Int,
+      guest_id: Schema.Int,
+      guest_handle: Schema.NullOr(Schema.String),
+      url: Schema.NullOr(Schema.String),
+      subscription: Schema.NullOr(WebhookSubscription),
+      delivery_status: Schema.NullOr(Schema.Literals(["active", "paused", "disabled"])),
+      last_success_at: Schema.NullOr(IsoFromDate),
+      last_failure_at: Schema.NullOr(IsoFromDate),
+      last_used_at: Schema.NullOr(IsoFromDate),
+      created_at: IsoFromDate,
+      acknowledged_at: Schema.NullOr(IsoFromDate),
+      revoked_at: Schema.NullOr(IsoFromDate),
+      revoked_by: Schema.NullOr(Schema.Literals(["owner", "guest", "system"]))
+    }))
+    const currentGrants = (aliasId: number) =>
+      sql`
+        SELECT 'webhook' AS kind, w.id AS subject_id, s.id AS share_id, s.guest_id, gh.handle AS guest_handle, w.url, w.subscription,
+               w.status AS delivery_status, w.last_success_at, w.last_failure_at, NULL::timestamptz AS last_used_at,
+               greatest(w.created_at, s.accepted_at) AS created_at, g.acknowledged_at, g.revoked_at, g.revoked_by
+        FROM shares s
+        JOIN accounts gh ON gh.id = s.guest_id
+        JOIN webhooks w ON w.account_id = s.guest_id AND w.deleted_at IS NULL
+        LEFT JOIN share_grants g ON g.alias_id = s.alias_id AND g.webhook_id = w.id
+        WHERE s.alias_id = ${aliasId} AND s.status = 'active'
+        UNION ALL
+        SELECT 'api_token', t.id, s.id, s.guest_id, gh.handle, NULL, NULL, NULL, NULL, NULL, t.last_used_at,
+               greatest(t.created_at, s.accepted_at), g.acknowledged_at, g.revoked_at, g.revoked_by
+        FROM shares s
+        JOIN accounts gh ON gh.id = s.guest_id
+        JOIN api_tokens t ON t.account_id = s.guest_id AND t.status <> 'revoked'
+        LEFT JOIN share_grants g ON g.alias_id = s.alias_id AND g.api_token_id = t.id
+        WHERE s.alias_id = ${aliasId} AND s.status = 'active'
+        ORDER BY 1, 2`.pipe(
+        Effect.flatMap(grantRows),
+        Effect.orDie,
+        // A guest endpoint is a grant when it can select this mailbox's events.
+        Effect.map((rows) => rows.filter((row) => row.subscription === null || subscriptionReaches(row.subscription, aliasId)))
+      )
+
+    const grants = Effect.fn("Shares.grants")(function*(ownerId: number, aliasId: number) {
+      yield* ownerOf(ownerId, aliasId)
+      return (yield* currentGrants(aliasId)).map((row): ShareGrant => ({
+        kind: row.kind,
+        webhookId: row.kind === "webhook" ? row.subject_id : null,
+        apiTokenId: row.kind === "api_token" ? row.subject_id : null,
+        guestHandle: row.guest_handle,
+        endpointHost: row.url === null ? null : endpointHostOf(row.url),
+        createdAt: row.created_at,
+        revokedAt: row.revoked_at,
+        revokedBy: row.revoked_by,
+        isNewToOwner: row.acknowledged_at === null,
+        deliveryStatus: row.delivery_status,
+        lastSuccessAt: row.last_success_at,
+        lastFailureAt: row.last_failure_at,
+        lastUsedAt: row.last_used_at
+      }))
+    })
+
+    /** Writes (or updates) the grant row of a current grant: `set` names what changes. */
+    const upsertGrant = (aliasId: number, row: { kind: "webhook" | "api_token"; subject_id: number; share_id: number; guest_id: number }, at: Date, set: Statement.Fragment) => {
+      const webhookId = row.kind === "webhook" ? row.subject_id : null
+      const tokenId = row.kind === "api_token" ? row.subject_id : null
+      const target = row.kind === "webhook" ? sql`(alias_id, webhook_id) WHERE webhook_id IS NOT NULL` : sql`(alias_id, api_token_id) WHERE api_token_id IS NOT NULL`
+      return sql`
+        INSERT INTO share_grants AS g (share_id, alias_id, guest_id, kind, webhook_id, api_token_id, created_at)
+        VALUES (${row.share_id}, ${aliasId}, ${row.guest_id}, ${row.kind}, ${webhookId}, ${tokenId}, ${at})
+        ON CONFLICT ${target} DO NOTHING`.pipe(
+        Effect.andThen(sql`UPDATE share_grants g SET ${set}
+          WHERE g.alias_id = ${aliasId} AND ${row.kind === "webhook" ? sql`g.webhook_id = ${row.subject_id}` : sql`g.api_token_id = ${row.subject_id}`}`)
+      )
+    }
+
+    const acknowledgeGrants = Effect.fn("Shares.acknowledgeGrants")(function*(ownerId: number, aliasId: number) {
+      yield* ownerOf(ownerId, aliasId)
+      const at = yield* now
+      yield* sql.withTransaction(Effect.gen(function*() {
+        for (const row of yield* currentGrants(aliasId)) {
+          if (row.acknowledged_at === null) yield* upsertGrant(aliasId, row, at, sql`acknowledged_at = ${at}`)
+        }
+      })).pipe(Effect.orDie)
+    })
+
+    const revokeGrant = Effect.fn("Shares.revokeGrant")(function*(ownerId: number, aliasId: number, kind: ShareGrantKindPath, subjectId: number) {
+      yield* ownerOf(ownerId, aliasId)
+      const at = yield* now
+      const wanted = kind === "webhooks" ? "webhook" : "api_token"
+      const grant = (yield* currentGrants(aliasId)).find((row) => row.kind === wanted && row.subject_id === subjectId)
+      if (grant === undefined) return yield* Effect.fail(new ShareGrantNotFound({ aliasId, subjectId }))
+      if (grant.revoked_at !== null) return
+      yield* sql.withTransaction(Effect.gen(function*() {
+        yield* upsertGrant(aliasId, grant, at, sql`revoked_at = ${at}, revoked_by = 'owner'`)
+        if (wanted === "webhook") {
+          // Its queued and retrying deliveries of this mailbox are abandoned (spec 6.5, rule 6).
+          yield* sql`
+            UPDATE webhook_deliveries d SET status = 'abandoned'
+            FROM events e
+            WHERE d.webhook_id = ${subjectId} AND d.status = 'pending' AND e.id = d.event_id AND e.alias_id = ${aliasId}`
+        }
+      })).pipe(Effect.orDie)
+    })
+
     const stoppedRows = rowsDecoder(Schema.Struct({
       alias_id: Schema.Int,
       status: Schema.Literals(["active", "ended", "left"]),
@@ -265,7 +394,32 @@ export class Shares extends Context.Service<Shares, {
           AND NOT EXISTS (SELECT 1 FROM shares l WHERE l.guest_id = s.guest_id AND l.alias_id = s.alias_id AND l.id <> s.id
                           AND ${sql.literal(liveGuestShare("l"))})
         ORDER BY s.id`.pipe(Effect.flatMap(stoppedRows), Effect.orDie)
-      return rows.map((row): RevokedShareGrant => {
+      const grantsRevoked = yield* sql`
+        SELECT g.alias_id, g.kind, g.webhook_id, g.api_token_id, w.url, g.revoked_at,
+               al.local_part || '@' || d.name AS alias_address, o.handle AS owner_handle
+        FROM share_grants g
+        JOIN shares s ON s.id = g.share_id
+        JOIN aliases al ON al.id = g.alias_id
+        JOIN domains d ON d.id = al.domain_id
+        JOIN accounts o ON o.id = s.owner_id
+        LEFT JOIN webhooks w ON w.id = g.webhook_id
+        WHERE g.guest_id = ${guestId} AND g.revoked_by = 'owner' AND ${sql.literal(liveGuestShare("s"))}
+        ORDER BY g.id`.pipe(Effect.flatMap(revokedGrantRows), Effect.orDie)
+      const grantItems = grantsRevoked.map((row): RevokedShareGrant => ({
+        aliasId: row.alias_id,
+        aliasAddress: row.alias_address,
+        ownerHandle: row.owner_handle,
+        reason: "owner_revoked",
+        reversible: false,
+        kind: row.kind,
+        webhookId: row.webhook_id,
+        apiTokenId: row.api_token_id,
+        endpointHost: row.url === null ? null : endpointHostOf(row.url),
+        endedAt: row.revoked_at,
+        revokedAt: row.revoked_at,
+        revokedBy: "owner"
+      }))
+      return [...grantItems, ...rows.map((row): RevokedShareGrant => {
         const suspended = row.status === "active"
         return {
           aliasId: row.alias_id,
@@ -281,8 +435,18 @@ export class Shares extends Context.Service<Shares, {
           revokedAt: suspended ? null : row.stopped_at,
           revokedBy: null
         }
-      })
+      })]
     })
+    const revokedGrantRows = rowsDecoder(Schema.Struct({
+      alias_id: Schema.Int,
+      kind: Schema.Literals(["webhook", "api_token"]),
+      webhook_id: Schema.NullOr(Schema.Int),
+      api_token_id: Schema.NullOr(Schema.Int),
+      url: Schema.NullOr(Schema.String),
+      revoked_at: Schema.NullOr(IsoFromDate),
+      alias_address: Schema.String,
+      owner_handle: Schema.String
+    }))
 
     /**
      * The plan effect (decisions.md): an owner without sharing in its plan (free) holds every live
@@ -300,6 +464,6 @@ export class Shares extends Context.Service<Shares, {
       }).pipe(Effect.orDie)
     yield* entitlements.onPlanChange({ feature: "sharing", apply: ({ accountId, after }) => followPlan(accountId, planIncludes(after, "sharing")) })
 
-    return Shares.of({ invite, list, changeRole, end, invitations, accept, decline, leave, revoked, handleOf })
+    return Shares.of({ invite, list, changeRole, end, invitations, accept, decline, leave, grants, acknowledgeGrants, revokeGrant, revoked, handleOf })
   }))
 }
