@@ -75,9 +75,12 @@ const matrix = async (
   }
 }
 
+const get = (path: string) => (session: Session) => h.request(path, { session })
+const missingMessage = (suffix = "") => () => h.request(`/messages/999999${suffix}`, { session: who.stranger })
+const missingAlias = (method: string, suffix = "", body?: unknown) => () =>
+  h.request(`/aliases/999999${suffix}`, { method, session: who.stranger, ...(body === undefined ? {} : { body }) })
+
 describe("endpoints that take a message id", () => {
-  const get = (path: string) => (session: Session) => h.request(path, { session })
-  const missingMessage = (suffix = "") => () => h.request(`/messages/999999${suffix}`, { session: who.stranger })
 
   it("GET /messages/{id}, its html, raw bytes, attachment and preview: readers only", async () => {
     await matrix(readers, 200, get(`/messages/${messageId}`), missingMessage())
@@ -124,8 +127,6 @@ describe("endpoints that take a message id", () => {
 })
 
 describe("endpoints that take an alias id", () => {
-  const missingAlias = (method: string, suffix = "", body?: unknown) => () =>
-    h.request(`/aliases/999999${suffix}`, { method, session: who.stranger, ...(body === undefined ? {} : { body }) })
 
   it("managing the alias is the owner's only: PATCH, pause, resume, timer, shares, share grants", async () => {
     const patch = { note }
