@@ -173,6 +173,18 @@ describe("each reader's own marks and tags", () => {
     expect((await h.request(`/messages/${id}`, { method: "PATCH", session: owner, body: { archived: false } })).status).toBe(200)
   })
 
+  it("searches with each reader's own archive: the owner's archiving leaves the guest's search as it was", async () => {
+    const id = shared[1]!
+    expect((await h.request(`/messages/${id}`, { method: "PATCH", session: owner, body: { archived: true } })).status).toBe(200)
+    expect((await listIds(h, { session: viewer }, "?q=zebra")).ids).toContain(id)
+    expect((await listIds(h, { session: viewer }, "?q=zebra&archived=true")).ids).toEqual([])
+    expect((await listIds(h, { session: owner }, "?q=zebra&archived=true")).ids).toEqual([id])
+    expect((await h.request(`/messages/${id}`, { method: "PATCH", session: viewer, body: { archived: true } })).status).toBe(200)
+    expect((await listIds(h, { session: viewer }, "?q=zebra&archived=true")).ids).toEqual([id])
+    expect((await listIds(h, { session: viewer }, "?q=zebra")).ids).not.toContain(id)
+    for (const session of [owner, viewer]) expect((await h.request(`/messages/${id}`, { method: "PATCH", session, body: { archived: false } })).status).toBe(200)
+  })
+
   it("tags with the guest's own tags, seen and counted by the guest only", async () => {
     const tag = await h.request("/tags", { method: "POST", session: viewer, body: { name: "from-shared" } })
     expect(tag.status, tag.text).toBe(201)

@@ -120,12 +120,11 @@ export const listConditions = ({ access, search, sql }: ListServices, accountId:
       query = parsed.success
     }
     const reach = yield* access.reach(accountId, "read", "m", { excludeShared: bool(filters.excludeShared) ?? false })
-    // The index keeps each message's words and archive mark as its owner's: a list that reaches
-    // mail shared with the reader finds words on `messages` (each row's words within its own
-    // account) and reads the reader's own archive marks.
-    const indexed = !reach.shared && search.readsIndex(query, trashed)
+    const indexed = search.readsIndex(query, trashed)
     const source = indexed ? "index" : "messages"
-    const wordsOf = reach.shared ? "row" as const : accountId
+    // The index keeps each message's words within its owner's account: a list that reaches mail
+    // shared with the reader matches each row's words within the row's own account.
+    const wordsOf = reach.shared ? reach.owners : accountId
     /** The reader's own mark: `value` true needs a state row with it set; false, none with it set. */
     const mark = (column: "archived" | "is_read" | "starred" | "pinned", value: boolean) => {
       const marked = sql`EXISTS (SELECT 1 FROM message_states s WHERE s.message_id = m.id AND s.account_id = ${accountId} AND s.${sql.literal(column)})`
@@ -139,8 +138,11 @@ export const listConditions = ({ access, search, sql }: ListServices, accountId:
     if (!trashed) {
       conditions.push(source === "index"
         // The search index holds the owner's archive mark (migration 0012): a word can match
-        // thousands, each tested with a column of its row rather than against the marks.
-        ? search.archived(archived)
+        // thousands, each tested with a column of its row rather than against the marks. On mail
+        // shared with the reader the mark is the reader's own, read from its marks.
+        ? (reach.shared
+          ? sql`((m.account_id = ${accountId} AND ${search.archived(archived)}) OR (m.account_id <> ${accountId} AND ${mark("archived", archived)}))`
+          : search.archived(archived))
         : mark("archived", archived))
     }
     // Beyond this point every condition narrows the view below what mailbox_counts keeps.

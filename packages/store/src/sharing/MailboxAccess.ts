@@ -43,6 +43,8 @@ export interface Reach {
   readonly condition: Statement.Fragment
   /** Whether the condition reaches beyond the account's own mail (it is a live guest somewhere and shared mail is not excluded). */
   readonly shared: boolean
+  /** The accounts whose mail the condition reaches: the reader's own, and the owners of the shared mailboxes it reaches. */
+  readonly owners: ReadonlyArray<number>
 }
 
 /** A live share: accepted, not ended, not suspended by the owner's plan. */
@@ -116,10 +118,14 @@ export class MailboxAccess extends Context.Service<MailboxAccess, {
 
     const reach = Effect.fn("MailboxAccess.reach")(function*(accountId: number, use: MailboxUse, row?: string, options: MailboxOptions = {}) {
       const own = sql`${column(row, "account_id")} = ${accountId}`
-      if (options.excludeShared === true) return { condition: own, shared: false }
-      const aliases = (yield* shared(accountId)).filter((s) => roleAllows(s.role, use)).map((s) => s.aliasId)
-      if (aliases.length === 0) return { condition: own, shared: false }
-      return { condition: sql`(${own} OR ${column(row, "alias_id")} IN ${sql.in(aliases)})`, shared: true }
+      if (options.excludeShared === true) return { condition: own, shared: false, owners: [accountId] }
+      const reached = (yield* shared(accountId)).filter((s) => roleAllows(s.role, use))
+      if (reached.length === 0) return { condition: own, shared: false, owners: [accountId] }
+      return {
+        condition: sql`(${own} OR ${column(row, "alias_id")} IN ${sql.in(reached.map((s) => s.aliasId))})`,
+        shared: true,
+        owners: [...new Set([accountId, ...reached.map((s) => s.ownerId)])]
+      }
     })
 
     const mailboxes = (accountId: number, use: MailboxUse, row?: string, options?: MailboxOptions) =>
