@@ -60,8 +60,8 @@ const invitationRows = rowsDecoder(InvitationRow)
 const idRows = rowsDecoder(IdRow)
 const handleRows = rowsDecoder(Schema.Struct({ handle: Schema.NullOr(Schema.String) }))
 
-/** The statuses of a share that still stands: offered, or accepted. */
-export const liveShare = (row: string) => `${row}.status IN ('pending', 'active')`
+/** A share that still stands: offered, or accepted (live, or held by the owner's plan). */
+export const standingShare = (row: string) => `${row}.status IN ('pending', 'active')`
 
 /**
  * A burn ends every share of the alias (the guest is told `share_ended`, not how), in the burn's
@@ -69,8 +69,8 @@ export const liveShare = (row: string) => `${row}.status IN ('pending', 'active'
  */
 export const endSharesOfBurned = (sql: SqlClient.SqlClient, aliasId: number, at: Date) =>
   sql`
-    UPDATE shares SET status = 'ended', ended_at = ${at}, ended_by = 'burn'
-    WHERE alias_id = ${aliasId} AND status IN ('pending', 'active')`.pipe(Effect.asVoid)
+    UPDATE shares s SET status = 'ended', ended_at = ${at}, ended_by = 'burn'
+    WHERE s.alias_id = ${aliasId} AND ${sql.literal(standingShare("s"))}`.pipe(Effect.asVoid)
 
 export class Shares extends Context.Service<Shares, {
   /** POST /aliases/{id}/shares: the owner invites the account with `email`. */
@@ -157,7 +157,7 @@ export class Shares extends Context.Service<Shares, {
                CASE WHEN s.suspended_at IS NOT NULL THEN 'suspended' ELSE s.status END AS status,
                s.created_at AS "createdAt", s.accepted_at AS "acceptedAt"
         FROM shares s JOIN accounts g ON g.id = s.guest_id
-        WHERE ${where} AND ${sql.literal(liveShare("s"))}
+        WHERE ${where} AND ${sql.literal(standingShare("s"))}
         ORDER BY s.id`.pipe(Effect.flatMap(shareRows), Effect.orDie)
 
     const invite = Effect.fn("Shares.invite")(function*(ownerId: number, aliasId: number, input: { readonly email: string; readonly role: ShareRole }) {
@@ -170,7 +170,7 @@ export class Shares extends Context.Service<Shares, {
         if (guest === undefined) return yield* Effect.fail(new ShareTargetNotFound({ aliasId }))
         if (guest.id === ownerId) return yield* Effect.fail(new AlreadyShared({ aliasId }))
         const live = yield* sql`
-          SELECT guest_id AS id FROM shares s WHERE s.alias_id = ${aliasId} AND ${sql.literal(liveShare("s"))}`.pipe(Effect.flatMap(idRows))
+          SELECT guest_id AS id FROM shares s WHERE s.alias_id = ${aliasId} AND ${sql.literal(standingShare("s"))}`.pipe(Effect.flatMap(idRows))
         if (live.some((row) => row.id === guest.id)) return yield* Effect.fail(new AlreadyShared({ aliasId }))
         if (live.length >= MaxGuestsPerMailbox) return yield* Effect.fail(new GuestLimitReached({ limit: MaxGuestsPerMailbox }))
         yield* handleOf(ownerId)
@@ -195,7 +195,7 @@ export class Shares extends Context.Service<Shares, {
     const changeRole = Effect.fn("Shares.changeRole")(function*(ownerId: number, aliasId: number, shareId: number, role: ShareRole) {
       const changed = yield* sql`
         UPDATE shares s SET role = ${role}
-        WHERE s.id = ${shareId} AND s.alias_id = ${aliasId} AND s.owner_id = ${ownerId} AND ${sql.literal(liveShare("s"))}
+        WHERE s.id = ${shareId} AND s.alias_id = ${aliasId} AND s.owner_id = ${ownerId} AND ${sql.literal(standingShare("s"))}
         RETURNING s.id`.pipe(Effect.flatMap(idRows), Effect.orDie)
       if (changed.length === 0) return yield* Effect.fail(new ShareNotFound({ shareId }))
       const [answer] = yield* selectShares(sql`s.id = ${shareId}`)
@@ -206,7 +206,7 @@ export class Shares extends Context.Service<Shares, {
       const at = yield* now
       const ended = yield* sql`
         UPDATE shares s SET status = 'ended', ended_at = ${at}, ended_by = 'owner'
-        WHERE s.id = ${shareId} AND s.alias_id = ${aliasId} AND s.owner_id = ${ownerId} AND ${sql.literal(liveShare("s"))}
+        WHERE s.id = ${shareId} AND s.alias_id = ${aliasId} AND s.owner_id = ${ownerId} AND ${sql.literal(standingShare("s"))}
         RETURNING s.id`.pipe(Effect.flatMap(idRows), Effect.orDie)
       if (ended.length === 0) return yield* Effect.fail(new ShareNotFound({ shareId }))
     })
@@ -457,10 +457,10 @@ export class Shares extends Context.Service<Shares, {
       Effect.gen(function*() {
         const at = yield* now
         yield* sharing
-          ? sql`UPDATE shares SET suspended_at = NULL
-                WHERE owner_id = ${ownerId} AND status IN ('pending', 'active') AND suspended_at IS NOT NULL`
-          : sql`UPDATE shares SET suspended_at = ${at}
-                WHERE owner_id = ${ownerId} AND status IN ('pending', 'active') AND suspended_at IS NULL`
+          ? sql`UPDATE shares s SET suspended_at = NULL
+                WHERE s.owner_id = ${ownerId} AND ${sql.literal(standingShare("s"))} AND s.suspended_at IS NOT NULL`
+          : sql`UPDATE shares s SET suspended_at = ${at}
+                WHERE s.owner_id = ${ownerId} AND ${sql.literal(standingShare("s"))} AND s.suspended_at IS NULL`
       }).pipe(Effect.orDie)
     yield* entitlements.onPlanChange({ feature: "sharing", apply: ({ accountId, after }) => followPlan(accountId, planIncludes(after, "sharing")) })
 
