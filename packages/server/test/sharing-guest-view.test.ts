@@ -185,6 +185,21 @@ describe("each reader's own marks and tags", () => {
     for (const session of [owner, viewer]) expect((await h.request(`/messages/${id}`, { method: "PATCH", session, body: { archived: false } })).status).toBe(200)
   })
 
+  it("caps a guest's pins by the guest's own plan (free: 3), whatever the owner's", async () => {
+    const pins = shared.slice(0, 4)
+    for (const id of pins.slice(0, 3)) {
+      expect((await h.request(`/messages/${id}`, { method: "PATCH", session: collaborator, body: { pinned: true } })).status).toBe(200)
+    }
+    const fourth = await h.request(`/messages/${pins[3]}`, { method: "PATCH", session: collaborator, body: { pinned: true } })
+    expectProblem(fourth, 409, "max_pinned_reached")
+    expect(fourth.body.error.message).toContain("3")
+    // The owner's pins are the owner's: none of the collaborator's shows.
+    expect((await listIds(h, { session: owner }, "?pinned=true")).ids).toEqual([])
+    for (const id of pins.slice(0, 3)) {
+      expect((await h.request(`/messages/${id}`, { method: "PATCH", session: collaborator, body: { pinned: false } })).status).toBe(200)
+    }
+  })
+
   it("tags with the guest's own tags, seen and counted by the guest only", async () => {
     const tag = await h.request("/tags", { method: "POST", session: viewer, body: { name: "from-shared" } })
     expect(tag.status, tag.text).toBe(201)
