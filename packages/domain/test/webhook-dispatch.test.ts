@@ -175,6 +175,10 @@ describe("dispatch to a shared mailbox's guests (spec 6.5, rule 6)", () => {
     expect(decode(owners!.payload)).toMatchObject({ shared_mailbox: false, owner_handle: null, data: { alias: { label: "Signup" } } })
     expect(decode(guests_!.payload)).toMatchObject({ shared_mailbox: true, owner_handle: "brisk-heron-0093", data: { alias: { id: 7, label: null } } })
     expect(guests_!.accountId).toBe(2)
+    // The owner's timer is the owner's: alias.expiring goes to the owner's endpoints only.
+    const expiring = selectEndpoints([event({ id: "evt_2", type: "alias.expiring", data: { alias: { id: 7, address: "a@burnbox.test", label: "Signup" } } })],
+      [endpoint({ id: 1 }), endpoint({ id: 2, accountId: 2 })], [], guests)
+    expect(expiring.map((s) => [s.endpoints.map((e) => e.id), s.guestEndpoints ?? []])).toEqual([[[1], []]])
   })
 
   it("leaves out a guest endpoint the owner revoked, and another of that guest at the same URL", () => {

@@ -196,7 +196,10 @@ export const selectEndpoints = (
   return events.flatMap((event) => {
     const messageId = eventMessageId(event)
     const alias = event.data["alias"] as { label?: unknown } | undefined
-    const readers = event.aliasId === null ? [] : guests.filter((g) => g.aliasId === event.aliasId && g.guestId !== event.accountId)
+    // alias.expiring is about the owner's timer, which a guest never sees (spec 2.7).
+    const readers = event.aliasId === null || event.type === "alias.expiring"
+      ? []
+      : guests.filter((g) => g.aliasId === event.aliasId && g.guestId !== event.accountId)
     if (!endpointsOf.has(event.accountId) && !readers.some((g) => endpointsOf.has(g.guestId))) return []
     const selected = selecting(event, messageId, event.accountId, typeof alias?.label === "string" ? alias.label : null)
     const guestEndpoints = readers.flatMap((guest) =>
