@@ -193,6 +193,18 @@ describe("access", () => {
     expect((await sharesOf(alias.id)).length).toBe(0)
   })
 
+  it("keeps every handle given out, also when its account goes, so none is given twice", async () => {
+    const alias = await claimAlias(h, { session: owner })
+    const gone = await h.signup()
+    const answer = await invite({ email: gone.email, role: "viewer" }, { session: owner }, alias.id)
+    expect(answer.status, answer.text).toBe(201)
+    await h.query("DELETE FROM accounts WHERE id = $1", [gone.accountId])
+    const kept = await h.query("SELECT 1 FROM issued_handles WHERE handle = $1", [answer.body.guestHandle])
+    expect(kept).toHaveLength(1)
+    // The shares of a gone account went with it.
+    expect(await sharesOf(alias.id)).toEqual([])
+  })
+
   it("gives every account its own handle, never another's", async () => {
     const handles = await Promise.all([owner, guest, other].map(handleOf))
     for (const handle of handles) expect(handle).toMatch(HandlePattern)
