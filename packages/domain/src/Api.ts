@@ -9,6 +9,7 @@ import { AliasesGroup } from "./aliases/Api.ts"
 import { ValidationErrors } from "./auth/Access.ts"
 import { AuthGroup } from "./auth/Api.ts"
 import { MessagesGroup } from "./messages/Api.ts"
+import { SharingGroup } from "./sharing/Api.ts"
 import { NoticesGroup } from "./notices/Api.ts"
 import { TagsGroup } from "./tags/Api.ts"
 import { TestMailGroup } from "./testmail/Api.ts"
@@ -22,6 +23,7 @@ export class BurnboxApi extends HttpApi.make("burnbox")
   .add(AccountGroup)
   .add(TagsGroup)
   .add(AliasesGroup)
+  .add(SharingGroup)
   .add(MessagesGroup)
   .add(TestMailGroup)
   .add(WebhooksGroup)

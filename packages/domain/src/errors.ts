@@ -9,6 +9,7 @@ import type { MailDomainError } from "./domains/errors.ts"
 import type { MessageError } from "./messages/errors.ts"
 import type { PlanError } from "./plans/errors.ts"
 import type { SearchQueryError } from "./search/query.ts"
+import type { SharingError } from "./sharing/errors.ts"
 import type { TagError } from "./tags/errors.ts"
 import type { TestMailError } from "./testmail/errors.ts"
 import type { TokenError } from "./tokens/errors.ts"
@@ -19,6 +20,7 @@ export * from "./aliases/errors.ts"
 export * from "./domains/errors.ts"
 export * from "./messages/errors.ts"
 export * from "./plans/errors.ts"
+export * from "./sharing/errors.ts"
 export * from "./tags/errors.ts"
 export * from "./testmail/errors.ts"
 export * from "./tokens/errors.ts"
@@ -32,6 +34,7 @@ export type DomainError =
   | MessageError
   | PlanError
   | SearchQueryError
+  | SharingError
   | TagError
   | TestMailError
   | TokenError

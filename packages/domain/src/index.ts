@@ -4,7 +4,7 @@
  * One folder per feature, holding its schemas (`Alias.ts`, `Message.ts`...), its errors
  * (`errors.ts`), its pure policy and, where the feature has endpoints, its `HttpApiGroup`
  * (`Api.ts`): accounts, auth, tokens, tags, domains, aliases, messages, testmail, webhooks,
- * notices, plans, push. Beside them: `mail/` (MIME parsing, OTP and links, sanitizing), `search/`
+ * notices, plans, push, sharing. Beside them: `mail/` (MIME parsing, OTP and links, sanitizing), `search/`
  * (the query syntax), `net/` (the webhook URL and address policy), `platform/` (shared schemas
  * and the Problem errors). `Api.ts` composes `BurnboxApi` from the groups; `errors.ts` gathers
  * every domain error. Subpaths (`@burnbox/domain/mail/index`...) export what is not re-exported here.
@@ -20,6 +20,8 @@ export * from "./tokens/Api.ts"
 export * from "./accounts/Api.ts"
 export * from "./tags/Api.ts"
 export * from "./aliases/Api.ts"
+export * from "./sharing/Api.ts"
+export * from "./sharing/Share.ts"
 export * from "./messages/Api.ts"
 export * from "./testmail/Api.ts"
 export * from "./webhooks/Api.ts"

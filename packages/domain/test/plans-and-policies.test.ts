@@ -10,6 +10,8 @@ import {
   OverridableKeys,
   parseOverrides,
   PlanEntitlements,
+  HandlePattern,
+  makeHandle,
   planIncludes,
   PlanLimits,
   requestedTransition,
@@ -65,6 +67,21 @@ describe("planIncludes", () => {
     expect(planIncludes(DefaultPlans.premium, "testMail")).toBe(false)
     expect(planIncludes(DefaultPlans.pro, "testMail")).toBe(true)
     expect(planIncludes({ ...DefaultPlans.pro, testMessagesPerDay: 0 }, "testMail")).toBe(false)
+  })
+
+  it("sharing is a paid plan's: premium and pro, not free", () => {
+    expect(planIncludes(DefaultPlans.free, "sharing")).toBe(false)
+    expect(planIncludes(DefaultPlans.premium, "sharing")).toBe(true)
+    expect(planIncludes(DefaultPlans.pro, "sharing")).toBe(true)
+  })
+})
+
+describe("handles", () => {
+  it("are word-word-NNNN, the number padded to four digits", () => {
+    expect(makeHandle("amber", "otter", 7)).toBe("amber-otter-0007")
+    expect(makeHandle("amber", "otter", 12_345)).toBe("amber-otter-2345")
+    expect(HandlePattern.test(makeHandle("amber", "otter", 42))).toBe(true)
+    expect(HandlePattern.test("Amber-otter-0042")).toBe(false)
   })
 })
 

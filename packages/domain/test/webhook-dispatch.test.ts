@@ -10,6 +10,7 @@ import {
   selectEndpoints
 } from "../src/webhooks/index.ts"
 import { RequestTimeHtmlMaxChars } from "../src/mail/limits.ts"
+import { endpointHostOf, subscriptionReaches } from "../src/sharing/Share.ts"
 
 const t0 = new Date("2026-09-01T10:00:00.000Z")
 const later = new Date("2026-09-01T10:00:01.000Z")
@@ -144,5 +145,59 @@ describe("dispatch", () => {
     const selections = selectEndpoints([event({ id: "evt_1", type: "message.restored" })], [endpoint({ id: 1 })], [])
     expect(selections.map((s) => s.endpoints.length)).toEqual([0])
     expect(deliveriesFor(selections, [])).toEqual([])
+  })
+})
+
+describe("dispatch to a shared mailbox's guests (spec 6.5, rule 6)", () => {
+  const guests = [{ aliasId: 7, guestId: 2, ownerHandle: "brisk-heron-0093" }]
+
+  it("selects a live guest's endpoints on the guest's view: no owner label, the guest's own tags", () => {
+    const events = [event({ id: "evt_1" })]
+    const endpoints = [
+      endpoint({ id: 1 }),
+      endpoint({ id: 2, accountId: 2 }),
+      endpoint({ id: 3, accountId: 2, subscription: { mode: "label", label: "Signup" } }),
+      endpoint({ id: 4, accountId: 2, subscription: { mode: "tag", tag_id: 9 } }),
+      endpoint({ id: 5, accountId: 2, subscription: { mode: "aliases", alias_ids: [8] } })
+    ]
+    expect(messagesToTag(events, endpoints, guests)).toEqual([100])
+    const [selection] = selectEndpoints(events, endpoints, [{ messageId: 100, accountId: 2, tagId: 9 }, { messageId: 100, accountId: 1, tagId: 9 }], guests)
+    expect(selection!.endpoints.map((e) => e.id)).toEqual([1])
+    expect(selection!.guestEndpoints!.map((g) => g.endpoint.id)).toEqual([2, 4])
+    // Without the guest's tag, its tag endpoint does not select the event (the owner's tag is not the guest's).
+    const [untagged] = selectEndpoints(events, endpoints, [{ messageId: 100, accountId: 1, tagId: 9 }], guests)
+    expect(untagged!.guestEndpoints!.map((g) => g.endpoint.id)).toEqual([2])
+  })
+
+  it("sends a guest's endpoint the envelope with shared_mailbox, owner_handle and no label; the owner's is unchanged", () => {
+    const selections = selectEndpoints([event({ id: "evt_1" })], [endpoint({ id: 1 }), endpoint({ id: 2, accountId: 2 })], [], guests)
+    const [owners, guests_] = deliveriesFor(selections, []).toSorted((a, b) => a.webhookId - b.webhookId)
+    expect(decode(owners!.payload)).toMatchObject({ shared_mailbox: false, owner_handle: null, data: { alias: { label: "Signup" } } })
+    expect(decode(guests_!.payload)).toMatchObject({ shared_mailbox: true, owner_handle: "brisk-heron-0093", data: { alias: { id: 7, label: null } } })
+    expect(guests_!.accountId).toBe(2)
+    // The owner's timer is the owner's: alias.expiring goes to the owner's endpoints only.
+    const expiring = selectEndpoints([event({ id: "evt_2", type: "alias.expiring", data: { alias: { id: 7, address: "a@burnbox.test", label: "Signup" } } })],
+      [endpoint({ id: 1 }), endpoint({ id: 2, accountId: 2 })], [], guests)
+    expect(expiring.map((s) => [s.endpoints.map((e) => e.id), s.guestEndpoints ?? []])).toEqual([[[1], []]])
+  })
+
+  it("leaves out a guest endpoint the owner revoked, and another of that guest at the same URL", () => {
+    const endpoints = [endpoint({ id: 2, accountId: 2, url: "https://hooks.example/x" }), endpoint({ id: 3, accountId: 2, url: "https://hooks.example/x" })]
+    const revoked = [{ aliasId: 7, guestId: 2, webhookId: 2, url: "https://hooks.example/x" }]
+    const [selection] = selectEndpoints([event({ id: "evt_1" })], endpoints, [], guests, revoked)
+    expect(selection!.guestEndpoints ?? []).toEqual([])
+    // On another mailbox the revocation does not apply.
+    const [elsewhere] = selectEndpoints([event({ id: "evt_2", aliasId: 8 })], endpoints, [], [{ ...guests[0]!, aliasId: 8 }], revoked)
+    expect(elsewhere!.guestEndpoints!.map((g) => g.endpoint.id)).toEqual([2, 3])
+  })
+
+  it("a guest endpoint reaches a mailbox unless it selects by label or lists other aliases", () => {
+    expect(subscriptionReaches({ mode: "all" }, 7)).toBe(true)
+    expect(subscriptionReaches({ mode: "otp" }, 7)).toBe(true)
+    expect(subscriptionReaches({ mode: "tag", tag_id: 1 }, 7)).toBe(true)
+    expect(subscriptionReaches({ mode: "aliases", alias_ids: [7, 8] }, 7)).toBe(true)
+    expect(subscriptionReaches({ mode: "aliases", alias_ids: [8] }, 7)).toBe(false)
+    expect(subscriptionReaches({ mode: "label", label: "Signup" }, 7)).toBe(false)
+    expect(endpointHostOf("https://hooks.example.com/secret/path?token=1")).toBe("hooks.example.com")
   })
 })

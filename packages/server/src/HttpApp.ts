@@ -13,6 +13,7 @@ import { MessagesHttp } from "./messages/MessagesHttp.ts"
 import { NoticesHttp } from "./notices/NoticesHttp.ts"
 import { TestMailHttp } from "./testmail/TestMailHttp.ts"
 import { AuthHttp } from "./auth/AuthHttp.ts"
+import { SharingHttp } from "./sharing/SharingHttp.ts"
 import { TagsHttp } from "./tags/TagsHttp.ts"
 import { TokensHttp } from "./tokens/TokensHttp.ts"
 import { WebhooksHttp } from "./webhooks/WebhooksHttp.ts"
@@ -34,7 +35,7 @@ export const HttpRoutes = Layer.mergeAll(
     const api = withOpenApiSecurity(BurnboxApi, [{ url: config.siteUrl, description: "this burnbox" }])
     return Layer.mergeAll(
       HttpApiBuilder.layer(api, { openapiPath: "/api/v1/openapi.json" }).pipe(
-        Layer.provide([AuthHttp, TokensHttp, AccountHttp, TagsHttp, AliasesHttp, MessagesHttp, TestMailHttp, WebhooksHttp, NoticesHttp]),
+        Layer.provide([AuthHttp, TokensHttp, AccountHttp, TagsHttp, AliasesHttp, SharingHttp, MessagesHttp, TestMailHttp, WebhooksHttp, NoticesHttp]),
         Layer.provide([AuthenticationLive, ValidationErrorsLive])
       ),
       HttpApiScalar.layer(api, { path: "/docs" })

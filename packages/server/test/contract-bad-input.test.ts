@@ -204,6 +204,8 @@ const validParam = (op: Operation, name: string): string => {
   const resource = op.route.split("/")[1]
   if (name === "messageId") return String(ids.kept)
   if (name === "attachmentId") return String(ids.attachment)
+  // No share or invitation exists in this file: any id answers 404.
+  if (name === "shareId" || resource === "shares") return "1"
   if (op.route.startsWith("/webhooks/deliveries/")) return String(ids.delivery)
   switch (resource) {
     case "tokens":
@@ -244,6 +246,8 @@ const validBodies = (): Readonly<Record<string, unknown>> => ({
   "POST /aliases/candidates/release": { reservationToken: "not-a-reservation" },
   "PATCH /aliases/{id}": { label: "fuzz", note: null },
   "PUT /aliases/{id}/timer": { selfDestructAt: "2099-01-01T00:00:00Z" },
+  "POST /aliases/{id}/shares": { email: "nobody@example.com", role: "viewer" },
+  "PATCH /aliases/{id}/shares/{shareId}": { role: "viewer" },
   "PATCH /messages/{id}": { isRead: false },
   "POST /messages/bulk": { ids: [ids.kept], action: "mark_unread" },
   "PUT /messages/{id}/remote-images/preference": { alwaysLoad: false },

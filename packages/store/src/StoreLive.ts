@@ -15,6 +15,7 @@ import { SignIns } from "./auth/SignIns.ts"
 import { Domains } from "./domains/Domains.ts"
 import { BlobStore } from "./platform/BlobStore.ts"
 import { MailboxAccess } from "./sharing/MailboxAccess.ts"
+import { Shares } from "./sharing/Shares.ts"
 import { SearchIndex } from "./search/SearchIndex.ts"
 import { Mailstore } from "./messages/Mailstore.ts"
 import { MessageActions } from "./messages/MessageActions.ts"
@@ -106,6 +107,8 @@ export const storeLayer = (options: { readonly random: Layer.Layer<CandidateRand
     Tags.layer,
     Domains.layer,
     Aliases.layer,
+    // sharing
+    Shares.layer,
     // messages, notices
     Mailstore.layerNoDeps,
     // test mail: through Aliases and Mailstore, the instances above

@@ -55,8 +55,8 @@ layer(Store, { timeout: 120_000 })("BlobStore", (it) => {
       const owner = yield* seedAlias("blob.owner")
       const stranger = yield* seedAlias("blob.stranger")
       const id = yield* acceptRaw(owner, everyByte(300))
-      assert.isTrue(Option.isSome(yield* blobs.readRaw(id, { reachable: access.mailboxes(owner.accountId, "read", "m") })))
-      assert.isTrue(Option.isNone(yield* blobs.readRaw(id, { reachable: access.mailboxes(stranger.accountId, "read", "m") })))
+      assert.isTrue(Option.isSome(yield* blobs.readRaw(id, { reachable: yield* access.mailboxes(owner.accountId, "read", "m") })))
+      assert.isTrue(Option.isNone(yield* blobs.readRaw(id, { reachable: yield* access.mailboxes(stranger.accountId, "read", "m") })))
       assert.isTrue(Option.isNone(yield* blobs.readRaw(id + 1_000)))
     }))
 
@@ -94,11 +94,11 @@ layer(Store, { timeout: 120_000 })("BlobStore", (it) => {
         ["setup.exe", "application/octet-stream", 4, true]
       ])
       assert.notProperty(listed[0]!, "content")
-      const notes = yield* blobs.attachment(id, listed[0]!.id, access.mailboxes(owner.accountId, "read", "m"))
+      const notes = yield* blobs.attachment(id, listed[0]!.id, yield* access.mailboxes(owner.accountId, "read", "m"))
       assert.strictEqual(Buffer.from(Option.getOrThrow(notes).content).toString("utf8"), "hello notes")
-      assert.isTrue(Option.isNone(yield* blobs.attachment(id, listed[0]!.id, access.mailboxes(stranger.accountId, "read", "m"))))
+      assert.isTrue(Option.isNone(yield* blobs.attachment(id, listed[0]!.id, yield* access.mailboxes(stranger.accountId, "read", "m"))))
       // An attachment is found only under its own message.
-      assert.isTrue(Option.isNone(yield* blobs.attachment(id + 1_000, listed[0]!.id, access.mailboxes(owner.accountId, "read", "m"))))
+      assert.isTrue(Option.isNone(yield* blobs.attachment(id + 1_000, listed[0]!.id, yield* access.mailboxes(owner.accountId, "read", "m"))))
     }))
 
   it.effect("writes attachments and removes them again (a retried message's earlier ones)", () =>

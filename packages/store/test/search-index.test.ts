@@ -26,7 +26,7 @@ const searchFor = (accountId: number, q: string, options: { readonly archived?: 
     const sql = yield* SqlClient.SqlClient
     const query = Result.getOrThrow(parseSearchQuery(q))
     assert.isTrue(search.readsIndex(query, false))
-    const view = [access.mailboxes(accountId, "read", "m"), sql`m.trashed_at IS NULL`, search.archived(options.archived ?? false)]
+    const view = [yield* access.mailboxes(accountId, "read", "m"), sql`m.trashed_at IS NULL`, search.archived(options.archived ?? false)]
     const order = sql`m.received_at DESC, m.id DESC`
     const found = yield* search.search({
       query,
@@ -69,7 +69,7 @@ layer(Store, { timeout: 120_000 })("SearchIndex", (it) => {
       const access = yield* MailboxAccess
       const sql = yield* SqlClient.SqlClient
       const zebra = Result.getOrThrow(parseSearchQuery("zebra")).terms[0]!
-      assert.strictEqual(yield* search.count(sql.and([access.mailboxes(mine.accountId, "read", "m"), sql`m.trashed_at IS NULL`, search.matchesTerm(mine.accountId, zebra, "index")])), 1)
+      assert.strictEqual(yield* search.count(sql.and([yield* access.mailboxes(mine.accountId, "read", "m"), sql`m.trashed_at IS NULL`, search.matchesTerm(mine.accountId, zebra, "index")])), 1)
     }))
 
   it.effect("a one-word search answers the same page and total whether the walk finds the page or comes short", () =>

@@ -49,3 +49,25 @@ export const listIds = async (h: Harness, who: Caller, query = "") => {
   expect(answer.status, answer.text).toBe(200)
   return { ids: (answer.body.items as Array<{ id: number }>).map((m) => m.id), total: answer.body.total as number }
 }
+
+/** The owner shares mailbox `aliasId` with `guest` as `role` and the guest accepts: answers the share's id. */
+export const shareMailbox = async (h: Harness, owner: Caller, guest: Caller, options: {
+  readonly aliasId: number
+  readonly email: string
+  readonly role: "viewer" | "collaborator"
+}) => {
+  const invited = await h.request(`/aliases/${options.aliasId}/shares`, { method: "POST", ...owner, body: { email: options.email, role: options.role } })
+  expect(invited.status, invited.text).toBe(201)
+  const id = invited.body.id as number
+  const accepted = await h.request(`/shares/invitations/${id}/accept`, { method: "POST", ...guest })
+  expect(accepted.status, accepted.text).toBe(204)
+  return id
+}
+
+/**
+ * The boundary rule of sharing (spec 5, rule 7): none of `secrets` (an account's email, an
+ * owner's label or note, an endpoint or token name) anywhere in an answer the other side sees.
+ */
+export const expectNoneOf = (answer: { readonly text: string }, secrets: ReadonlyArray<string>) => {
+  for (const secret of secrets) expect(answer.text.toLowerCase(), `an answer shows "${secret}"`).not.toContain(secret.toLowerCase())
+}

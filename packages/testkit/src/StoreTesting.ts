@@ -31,7 +31,7 @@ export const processOn = (url: Redacted.Redacted<string>) =>
 export const TestDatabase = Layer.unwrap(Effect.map(freshDatabase, processOn))
 
 /** An account with one active alias on burnbox.test (the store's fixture, written straight into the tables). */
-export { seedAlias } from "@burnbox/store/testing/Fixtures"
+export { seedAlias, seedShare } from "@burnbox/store/testing/Fixtures"
 
 /**
  * Runs `check` until `done` holds of its answer: for what arrives from another connection

@@ -206,4 +206,4 @@ export const parseOverrides = (input: string): { ok: true; overrides: PlanOverri
 
 /** Whether resolved entitlements include a feature (the one rule behind every FeatureNotInPlan). */
 export const planIncludes = (plan: PlanEntitlements, feature: PlanFeature): boolean =>
-  feature === "testMail" ? plan.testMessagesPerDay > 0 : plan[feature]
+  feature === "testMail" ? plan.testMessagesPerDay > 0 : feature === "sharing" ? plan.code !== "free" : plan[feature]

@@ -3,9 +3,10 @@ import { Schema } from "effect"
 
 /**
  * The plan features a request can need and the account's plan can lack: the plan's boolean
- * entitlements, and `testMail` (a plan with test messages per day).
+ * entitlements, `testMail` (a plan with test messages per day) and `sharing` (a paid plan:
+ * premium or pro, decisions.md "Sharing a mailbox").
  */
-export const PlanFeature = Schema.Literals(["earlyAccessDomains", "selfDestructTimers", "developerAccess", "bulkExport", "testMail"])
+export const PlanFeature = Schema.Literals(["earlyAccessDomains", "selfDestructTimers", "developerAccess", "bulkExport", "testMail", "sharing"])
 export type PlanFeature = typeof PlanFeature.Type
 
 /** The account's plan does not include the feature the request needs. */

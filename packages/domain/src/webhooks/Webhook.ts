@@ -237,19 +237,22 @@ export const selectsEvent = (target: SubscriptionTarget, event: SelectableEvent)
   }
 }
 
-/** Spec 6.2: the envelope, serialized once; these exact bytes are what every attempt sends. */
+/**
+ * Spec 6.2: the envelope, serialized once; these exact bytes are what every attempt sends. `shared`
+ * for a guest's endpoint on a mailbox another account shared with it (spec 6.5, rule 6).
+ */
 export const envelopeBytes = (event: {
   readonly id: string
   readonly type: EventType
   readonly time: Date
   readonly data: Record<string, unknown>
-}): Uint8Array =>
+}, shared?: { readonly ownerHandle: string }): Uint8Array =>
   new TextEncoder().encode(JSON.stringify({
     id: event.id,
     type: event.type,
     time: event.time.toISOString(),
     api_version: ApiVersion,
-    shared_mailbox: false,
-    owner_handle: null,
+    shared_mailbox: shared !== undefined,
+    owner_handle: shared?.ownerHandle ?? null,
     data: event.data
   }))

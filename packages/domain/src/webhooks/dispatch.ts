@@ -5,7 +5,8 @@
  *
  * A batch is dispatched in four steps, each read done once for the whole batch:
  * 1. `messagesToTag`: the messages whose tags selection needs (none unless an endpoint selects by tag);
- * 2. `selectEndpoints`: each event's endpoints (active ones of its account, registered by the event's time);
+ * 2. `selectEndpoints`: each event's endpoints (active ones of its account, registered by the event's time),
+ *    and on a shared mailbox its live guests' endpoints, selected on the guest's view (spec 6.5 rule 6);
  * 3. `messagesToText`: the messages whose text body a selected endpoint asked for (`message.received` only);
  * 4. `deliveriesFor`: one delivery per (event, selected endpoint), with its payload.
  */
@@ -32,6 +33,26 @@ export interface DispatchEndpoint {
   readonly includeTextBody: boolean
   readonly includeMessageRestored: boolean
   readonly createdAt: Date
+  /** The endpoint's URL: a revoked guest endpoint is recognised by it when registered again. */
+  readonly url?: string
+}
+
+/** A live guest of a shared mailbox, as dispatch reads it, with the owner's handle its envelopes name. */
+export interface MailboxGuest {
+  readonly aliasId: number
+  readonly guestId: number
+  readonly ownerHandle: string
+}
+
+/**
+ * A guest endpoint the owner revoked on a mailbox (ShareGrant): it receives nothing of that
+ * mailbox again, nor does another endpoint of the same guest at the same URL.
+ */
+export interface RevokedEndpoint {
+  readonly aliasId: number
+  readonly guestId: number
+  readonly webhookId: number
+  readonly url: string
 }
 
 /** A tag a reader (`accountId`) put on a message. */
@@ -68,6 +89,8 @@ export interface EventSelection {
   readonly event: OutboxEvent
   readonly messageId: number | null
   readonly endpoints: ReadonlyArray<DispatchEndpoint>
+  /** Guests' endpoints the event of a shared mailbox goes to, with the owner's handle. */
+  readonly guestEndpoints?: ReadonlyArray<{ readonly endpoint: DispatchEndpoint; readonly ownerHandle: string }>
 }
 
 /** A delivery to write: due at the event's time, holding the exact body bytes every attempt sends. */
@@ -118,10 +141,17 @@ const uniqueMessageIds = (events: ReadonlyArray<OutboxEvent>): ReadonlyArray<num
  * Step 1: the messages whose tags are needed: every message of the events that have endpoints,
  * when one of those endpoints selects by tag; none otherwise.
  */
-export const messagesToTag = (events: ReadonlyArray<OutboxEvent>, endpoints: ReadonlyArray<DispatchEndpoint>): ReadonlyArray<number> => {
+export const messagesToTag = (
+  events: ReadonlyArray<OutboxEvent>,
+  endpoints: ReadonlyArray<DispatchEndpoint>,
+  guests: ReadonlyArray<MailboxGuest> = []
+): ReadonlyArray<number> => {
   const endpointsOf = byAccount(endpoints)
-  const relevant = events.filter((event) => endpointsOf.has(event.accountId))
-  const byTag = relevant.some((event) => endpointsOf.get(event.accountId)!.some((endpoint) => endpoint.subscription.mode === "tag"))
+  const readersOf = (event: OutboxEvent) => [event.accountId, ...guests.filter((g) => g.aliasId === event.aliasId).map((g) => g.guestId)]
+  const relevant = events.filter((event) => readersOf(event).some((reader) => endpointsOf.has(reader)))
+  const byTag = relevant.some((event) =>
+    readersOf(event).some((reader) => (endpointsOf.get(reader) ?? []).some((endpoint) => endpoint.subscription.mode === "tag"))
+  )
   return byTag ? uniqueMessageIds(relevant) : []
 }
 
@@ -133,7 +163,9 @@ export const messagesToTag = (events: ReadonlyArray<OutboxEvent>, endpoints: Rea
 export const selectEndpoints = (
   events: ReadonlyArray<OutboxEvent>,
   endpoints: ReadonlyArray<DispatchEndpoint>,
-  tags: ReadonlyArray<MessageTag>
+  tags: ReadonlyArray<MessageTag>,
+  guests: ReadonlyArray<MailboxGuest> = [],
+  revoked: ReadonlyArray<RevokedEndpoint> = []
 ): ReadonlyArray<EventSelection> => {
   const endpointsOf = byAccount(endpoints)
   const tagsOf = new Map<string, Array<number>>()
@@ -143,29 +175,55 @@ export const selectEndpoints = (
     if (list === undefined) tagsOf.set(key, [tag.tagId])
     else list.push(tag.tagId)
   }
-  return events.filter((event) => endpointsOf.has(event.accountId)).map((event) => {
-    const messageId = eventMessageId(event)
-    const alias = event.data["alias"] as { label?: unknown } | undefined
-    const selected = (endpointsOf.get(event.accountId) ?? []).filter((endpoint) =>
+  /** The endpoints of `reader` that select the event, as `reader` sees it (a guest sees no label). */
+  const selecting = (event: OutboxEvent, messageId: number | null, reader: number, aliasLabel: string | null) =>
+    (endpointsOf.get(reader) ?? []).filter((endpoint) =>
       endpoint.createdAt <= event.time &&
       selectsEvent(
         { subscription: endpoint.subscription, includeMessageRestored: endpoint.includeMessageRestored },
         {
           type: event.type,
           aliasId: event.aliasId,
-          aliasLabel: typeof alias?.label === "string" ? alias.label : null,
-          messageTagIds: messageId === null ? [] : tagsOf.get(`${messageId}:${event.accountId}`) ?? []
+          aliasLabel,
+          messageTagIds: messageId === null ? [] : tagsOf.get(`${messageId}:${reader}`) ?? []
         }
       )
     )
-    return { event, messageId, endpoints: selected }
+  const isRevoked = (aliasId: number, guestId: number, endpoint: DispatchEndpoint) =>
+    revoked.some((r) =>
+      r.aliasId === aliasId && r.guestId === guestId && (r.webhookId === endpoint.id || (endpoint.url !== undefined && r.url === endpoint.url))
+    )
+  return events.flatMap((event) => {
+    const messageId = eventMessageId(event)
+    const alias = event.data["alias"] as { label?: unknown } | undefined
+    // alias.expiring is about the owner's timer, which a guest never sees (spec 2.7).
+    const readers = event.aliasId === null || event.type === "alias.expiring"
+      ? []
+      : guests.filter((g) => g.aliasId === event.aliasId && g.guestId !== event.accountId)
+    if (!endpointsOf.has(event.accountId) && !readers.some((g) => endpointsOf.has(g.guestId))) return []
+    const selected = selecting(event, messageId, event.accountId, typeof alias?.label === "string" ? alias.label : null)
+    const guestEndpoints = readers.flatMap((guest) =>
+      selecting(event, messageId, guest.guestId, null)
+        .filter((endpoint) => !isRevoked(guest.aliasId, guest.guestId, endpoint))
+        .map((endpoint) => ({ endpoint, ownerHandle: guest.ownerHandle }))
+    )
+    return [guestEndpoints.length === 0 ? { event, messageId, endpoints: selected } : { event, messageId, endpoints: selected, guestEndpoints }]
   })
+}
+
+/** An event's data as a guest's endpoint receives it: the owner's label never crosses the account boundary (spec 5, rule 7). */
+const guestData = (data: Readonly<Record<string, unknown>>): Record<string, unknown> => {
+  const alias = data["alias"]
+  return typeof alias === "object" && alias !== null ? { ...data, alias: { ...alias, label: null } } : { ...data }
 }
 
 /** Step 3: the messages whose text body goes into a payload (a `message.received` event with an endpoint that asked). */
 export const messagesToText = (selections: ReadonlyArray<EventSelection>): ReadonlyArray<number> =>
-  [...new Set(selections.flatMap(({ endpoints, event, messageId }) =>
-    messageId !== null && event.type === "message.received" && endpoints.some((e) => e.includeTextBody) ? [messageId] : []
+  [...new Set(selections.flatMap(({ endpoints, event, guestEndpoints = [], messageId }) =>
+    messageId !== null && event.type === "message.received" &&
+      (endpoints.some((e) => e.includeTextBody) || guestEndpoints.some((g) => g.endpoint.includeTextBody))
+      ? [messageId]
+      : []
   ))]
 
 /**
@@ -180,7 +238,20 @@ export const deliveriesFor = (
   const texts = new Map<number, string>()
   for (const message of bodies) texts.set(message.id, textBodyOf(message))
   const deliveries: Array<NewDelivery> = []
-  for (const { endpoints, event, messageId } of selections) {
+  for (const { endpoints, event, guestEndpoints = [], messageId } of selections) {
+    // A guest's endpoint: the envelope names the owner's handle, the data no owner label.
+    for (const { endpoint, ownerHandle } of guestEndpoints) {
+      const withText = endpoint.includeTextBody && event.type === "message.received" && messageId !== null
+      const data = guestData(withText ? { ...event.data, text_body: texts.get(messageId) ?? payloadTextBody("") } : event.data)
+      deliveries.push({
+        webhookId: endpoint.id,
+        accountId: endpoint.accountId,
+        eventId: event.id,
+        eventType: event.type,
+        payload: envelopeBytes({ ...event, data }, { ownerHandle }),
+        time: event.time
+      })
+    }
     if (endpoints.length === 0) continue
     const plain = envelopeBytes(event)
     let withText: Uint8Array | undefined

@@ -29,7 +29,8 @@ const featureNames: Readonly<Record<PlanFeature, string>> = {
   selfDestructTimers: "self-destruct timers",
   developerAccess: "API tokens (developer access)",
   bulkExport: "mailbox exports (Pro)",
-  testMail: "test-mail injection (Pro)"
+  testMail: "test-mail injection (Pro)",
+  sharing: "shared mailboxes (Premium or Pro)"
 }
 
 const conflict = (code: string, message: string) => new Conflict({ code, message })
@@ -91,6 +92,15 @@ const problems = {
   SearchQueryTooLong: (e) => ValidationFailed.withFields({ q: "invalid_query" }, e.message),
   SearchQueryTooManyTerms: (e) => ValidationFailed.withFields({ q: "invalid_query" }, e.message),
   InvalidSearchDate: (e) => ValidationFailed.withFields({ q: "invalid_query" }, e.message),
+
+  // sharing
+  // An unknown email answers as a mailbox the caller does not own, so emails cannot be probed.
+  ShareTargetNotFound: () => NotFound.of("Alias"),
+  ShareNotFound: () => NotFound.of("Share"),
+  InvitationNotFound: () => NotFound.of("Invitation"),
+  AlreadyShared: () => conflict("already_shared", "This mailbox is already shared with that account."),
+  GuestLimitReached: (e) => conflict("guest_limit_reached", `A mailbox has at most ${e.limit} guests; end a share first.`),
+  ShareGrantNotFound: () => NotFound.of("Share grant"),
 
   // tags
   TagNotFound: () => NotFound.of("Tag"),

@@ -41,6 +41,8 @@ import { RateLimiter } from "../platform/RateLimiter.ts"
 import { now } from "../platform/Time.ts"
 import { pgJson } from "../platform/PgText.ts"
 import { Entitlements } from "../plans/Entitlements.ts"
+import { liveGuestShare, reachableShare } from "../sharing/MailboxAccess.ts"
+import { endSharesOfBurned } from "../sharing/Shares.ts"
 
 /** Where candidate randomness comes from; tests replace it with a seeded source. */
 export class CandidateRandom extends Context.Service<CandidateRandom, RandomSource>()("burnbox/CandidateRandom") {
@@ -77,10 +79,22 @@ const AliasRow = Schema.Struct({
   domain_state: DomainState,
   domain_tier: DomainTier,
   /** The owner's resolved plan (its trash window is the alias's `trash`). */
-  plan: ResolvedPlan
+  plan: ResolvedPlan,
+  /** Accounts the owner gave access to: live, accepted shares. */
+  guest_count: Schema.Int
 })
 type Row = typeof AliasRow.Type
 const decodeAliasRows = decodeRows(AliasRow)
+
+/** A mailbox another account shared with the reader: the alias row, how the reader reaches it, the owner's handle, the reader's own unread count. */
+const SharedAliasRow = Schema.Struct({
+  ...AliasRow.fields,
+  role: Schema.Literals(["viewer", "collaborator"]),
+  owner_handle: Schema.String,
+  reader_unread: Schema.Int
+})
+type SharedRow = typeof SharedAliasRow.Type
+const decodeSharedRows = decodeRows(SharedAliasRow)
 
 /** The owner's plan, and how many aliases the account ever claimed. */
 const AccountPlanRow = Schema.Struct({ plan: ResolvedPlan, aliases_lifetime_claimed: Schema.Int })
@@ -120,8 +134,32 @@ export const toAlias = (row: Row): Alias => {
     role: "owner",
     shared: false,
     ownerHandle: null,
-    guestCount: 0,
+    guestCount: row.guest_count,
     trash: { enabled: trashDays > 0, retentionDays: trashDays }
+  }
+}
+
+/**
+ * A mailbox shared with the reader, as the reader sees it (spec 2.7): its role, the owner's handle
+ * and the owner's trash; never the owner's label, note, storage, timer or plan state, guestCount 0,
+ * its own unread count and push preference.
+ */
+export const toSharedAlias = (row: SharedRow): Alias => {
+  return {
+    ...toAlias(row),
+    label: null,
+    note: null,
+    unreadCount: row.reader_unread,
+    storageUsedBytes: 0,
+    pushEnabled: false,
+    planPaused: false,
+    selfDestructAt: null,
+    selfDestructSuspended: false,
+    expiringNotifiedAt: null,
+    role: row.role,
+    shared: true,
+    ownerHandle: row.owner_handle,
+    guestCount: 0
   }
 }
 
@@ -184,14 +222,19 @@ export class Aliases extends Context.Service<Aliases, {
     const random = yield* CandidateRandom
     const tokenDigest = (token: string) => keyring.digest("reservation", token)
 
+    /** The columns of AliasRow, of the alias `al`, its domain `d` and its owner `a`. */
+    const aliasColumns = sql`
+        al.id, al.account_id, al.local_part, al.style, al.status, al.label, al.note, al.received_count,
+        al.rejected_count, al.unread_count, al.storage_used_bytes::float8 AS storage_used_bytes, al.push_enabled,
+        al.last_received_at, al.claimed_at, al.paused_at, al.burned_at, al.plan_paused, al.self_destruct_at,
+        al.self_destruct_suspended, al.expiring_notified_at,
+        d.id AS domain_id, d.name AS domain_name, d.state AS domain_state, d.tier AS domain_tier,
+        ${entitlements.column("a")} AS plan,
+        (SELECT count(*)::int FROM shares s WHERE s.alias_id = al.id AND ${sql.literal(liveGuestShare("s"))}) AS guest_count`
+
     const select = (where: Statement.Fragment, lock = false) =>
       sql`
-        SELECT al.id, al.account_id, al.local_part, al.style, al.status, al.label, al.note, al.received_count,
-               al.rejected_count, al.unread_count, al.storage_used_bytes::float8 AS storage_used_bytes, al.push_enabled,
-               al.last_received_at, al.claimed_at, al.paused_at, al.burned_at, al.plan_paused, al.self_destruct_at,
-               al.self_destruct_suspended, al.expiring_notified_at,
-               d.id AS domain_id, d.name AS domain_name, d.state AS domain_state, d.tier AS domain_tier,
-               ${entitlements.column("a")} AS plan
+        SELECT ${aliasColumns}
         FROM aliases al
         JOIN domains d ON d.id = al.domain_id
         JOIN accounts a ON a.id = al.account_id
@@ -492,6 +535,7 @@ export class Aliases extends Context.Service<Aliases, {
     const burn = (row: Row, at: Date) =>
       Effect.gen(function*() {
         yield* sql`UPDATE aliases SET status = 'burned', burned_at = ${at}, plan_paused = false WHERE id = ${row.id}`.pipe(Effect.orDie)
+        yield* endSharesOfBurned(sql, row.id, at).pipe(Effect.orDie)
         yield* appendEvent(sql, { accountId: row.account_id, alias: eventAlias(row), type: "alias.burned", time: at, data: { alias: eventAlias(row), burned_at: at.toISOString() } })
       })
 
@@ -609,11 +653,34 @@ export class Aliases extends Context.Service<Aliases, {
       return rows.length
     })
 
-    return Aliases.of({
-      list: (accountId, includeBurned) =>
+    /** The mailboxes others shared with the reader, live now. */
+    const sharedWith = (accountId: number) =>
+      Effect.flatMap(reachableShare(sql, "s"), (reachable) => sql`
+        SELECT ${aliasColumns}, s.role, o.handle AS owner_handle,
+               (SELECT count(*)::int FROM messages m
+                WHERE m.alias_id = al.id AND m.trashed_at IS NULL
+                  AND NOT EXISTS (SELECT 1 FROM message_states ms WHERE ms.message_id = m.id AND ms.account_id = ${accountId} AND ms.is_read)
+               ) AS reader_unread
+        FROM shares s
+        JOIN aliases al ON al.id = s.alias_id
+        JOIN domains d ON d.id = al.domain_id
+        JOIN accounts a ON a.id = al.account_id
+        JOIN accounts o ON o.id = s.owner_id
+        WHERE s.guest_id = ${accountId} AND ${reachable} AND al.status IN ('active', 'paused')
+        ORDER BY al.id`).pipe(Effect.flatMap(decodeSharedRows), Effect.orDie)
+
+    const list = Effect.fn("Aliases.list")(function*(accountId: number, includeBurned: boolean) {
+      const [own, shared] = yield* Effect.all([
         select(includeBurned
           ? sql`al.account_id = ${accountId} AND al.status <> 'reserved'`
-          : sql`al.account_id = ${accountId} AND al.status IN ('active', 'paused')`).pipe(Effect.map((rows) => rows.map(toAlias))),
+          : sql`al.account_id = ${accountId} AND al.status IN ('active', 'paused')`),
+        sharedWith(accountId)
+      ], { concurrency: 2 })
+      return [...own.map(toAlias), ...shared.map(toSharedAlias)]
+    })
+
+    return Aliases.of({
+      list,
       reserve,
       release,
       claim,

@@ -46,10 +46,16 @@ import { now } from "../platform/Time.ts"
 
 const dayMs = 86_400_000
 
-/** A message as a change sees it: where it lives and the caller's marks on it. */
+/**
+ * A message as a change sees it: where it lives, its owner (the caller, or for a guest the
+ * account that shared the mailbox) with the owner's read mark (the alias's unread count is the
+ * owner's), and the caller's marks on it.
+ */
 const Target = Schema.Struct({
   id: Schema.Int,
   alias_id: Schema.Int,
+  owner_id: Schema.Int,
+  owner_read: Schema.Boolean,
   local_part: Schema.String,
   domain: Schema.String,
   label: Schema.NullOr(Schema.String),
@@ -155,17 +161,22 @@ export class MessageActions extends Context.Service<MessageActions, {
 
     /** Locks the messages among `ids` in mailboxes the caller may use so, in id order. */
     const lockTargets = (accountId: number, ids: ReadonlyArray<number>, use: MailboxUse) =>
-      sql`
-        SELECT m.id, m.alias_id, al.local_part, d.name AS domain, al.label, m.size_bytes, m.expires_at, m.trashed_at,
+      Effect.flatMap(access.mailboxes(accountId, use, "m"), (reachable) =>
+        sql`
+        SELECT m.id, m.alias_id, m.account_id AS owner_id,
+               CASE WHEN m.account_id = ${accountId} THEN coalesce(s.is_read, false)
+                    ELSE coalesce((SELECT o.is_read FROM message_states o WHERE o.message_id = m.id AND o.account_id = m.account_id), false)
+               END AS owner_read,
+               al.local_part, d.name AS domain, al.label, m.size_bytes, m.expires_at, m.trashed_at,
                m.trash_purge_at, coalesce(s.is_read, false) AS is_read, coalesce(s.starred, false) AS starred,
                coalesce(s.pinned, false) AS pinned, coalesce(s.archived, false) AS archived
         FROM messages m
         JOIN aliases al ON al.id = m.alias_id
         JOIN domains d ON d.id = al.domain_id
         LEFT JOIN message_states s ON s.message_id = m.id AND s.account_id = ${accountId}
-        WHERE m.id IN ${sql.in(ids)} AND ${access.mailboxes(accountId, use, "m")}
+        WHERE m.id IN ${sql.in(ids)} AND ${reachable}
         ORDER BY m.id
-        FOR UPDATE OF m`.pipe(Effect.flatMap(targetRows))
+        FOR UPDATE OF m`.pipe(Effect.flatMap(targetRows)))
 
     /** All of `ids`, or MessageNotFound (the first id missing) with nothing changed when any is not the caller's. */
     const lockAll = (accountId: number, ids: ReadonlyArray<number>, use: MailboxUse) =>
@@ -175,7 +186,7 @@ export class MessageActions extends Context.Service<MessageActions, {
         return Effect.fail(notFound(ids.find((id) => !found.has(id)) ?? ids[0]!))
       })
 
-    /** aliases.unread_count counts the owner's unread mail outside the trash. */
+    /** aliases.unread_count counts the owner's unread mail outside the trash (a guest's read marks are its own, not counted there). */
     const adjustUnread = (deltas: ReadonlyArray<{ aliasId: number; delta: number }>) =>
       Effect.gen(function*() {
         const byAlias = new Map<number, number>()
@@ -222,7 +233,7 @@ export class MessageActions extends Context.Service<MessageActions, {
           WHERE account_id = ${accountId} AND message_id IN ${sql.in(ids)}`
         if (flags.is_read !== undefined) {
           yield* adjustUnread(changed
-            .filter((t) => t.is_read !== flags.is_read && t.trashed_at === null)
+            .filter((t) => t.owner_id === accountId && t.is_read !== flags.is_read && t.trashed_at === null)
             .map((t) => ({ aliasId: t.alias_id, delta: flags.is_read ? -1 : 1 })))
         }
         if (flags.archived !== undefined) yield* search.followChanges(changed.filter((t) => t.archived !== flags.archived).map((t) => t.id))
@@ -277,51 +288,58 @@ export class MessageActions extends Context.Service<MessageActions, {
       })).pipe(Effect.catchTag("SqlError", Effect.die))
     })
 
-    /** Trashes or destroys the targets, as the owner's plan says; one outcome per target. */
-    const deleteTargets = (plan: PlanEntitlements, targets: ReadonlyArray<Target>, forever: boolean) =>
+    /**
+     * Trashes or destroys the targets, as each mailbox owner's plan says (spec 4.5, rule 6: the
+     * owner's, not a guest caller's; `plan` is the caller's, read for its own mail); one outcome per target.
+     */
+    const deleteTargets = (accountId: number, plan: PlanEntitlements, targets: ReadonlyArray<Target>, forever: boolean) =>
       Effect.gen(function*() {
         const at = yield* now
-        const trashDays = plan.trashRetentionDays
+        const trashDaysOf = new Map<number, number>([[accountId, plan.trashRetentionDays]])
+        for (const owner of new Set(targets.map((t) => t.owner_id))) {
+          if (!trashDaysOf.has(owner)) trashDaysOf.set(owner, (yield* entitlements.of(owner)).trashRetentionDays)
+        }
+        const trashDays = (t: Target) => trashDaysOf.get(t.owner_id)!
         const outcomes = new Map<number, MessageOutcome>()
         const inMailbox = targets.filter((t) => t.trashed_at === null)
         // A plain delete never destroys what is already in the trash, whatever the plan is now (spec 4.5, rule 7).
-        const toDestroy = forever ? targets : trashDays <= 0 ? inMailbox : []
-        const toTrash = forever || trashDays <= 0 ? [] : inMailbox
+        const toDestroy = forever ? targets : inMailbox.filter((t) => trashDays(t) <= 0)
+        const toTrash = forever ? [] : inMailbox.filter((t) => trashDays(t) > 0)
         for (const t of targets) {
           if (t.trashed_at !== null && !forever) {
             outcomes.set(t.id, { id: t.id, outcome: "trashed", trashPurgeAt: t.trash_purge_at?.toISOString() ?? null })
           }
         }
         for (const t of toTrash) {
-          const purgeAt = trashPurgeDeadline(t.expires_at, at, trashDays)
+          const purgeAt = trashPurgeDeadline(t.expires_at, at, trashDays(t))
           yield* sql`UPDATE messages SET trashed_at = ${at}, trash_purge_at = ${purgeAt} WHERE id = ${t.id}`
           outcomes.set(t.id, { id: t.id, outcome: "trashed", trashPurgeAt: purgeAt.toISOString() })
         }
-        yield* adjustUnread(toTrash.filter((t) => !t.is_read).map((t) => ({ aliasId: t.alias_id, delta: -1 })))
+        yield* adjustUnread(toTrash.filter((t) => !t.owner_read).map((t) => ({ aliasId: t.alias_id, delta: -1 })))
         yield* search.followChanges(toTrash.map((t) => t.id))
         yield* destroyMessages(stores, toDestroy.map((t) => ({
           id: t.id,
           alias_id: t.alias_id,
           size_bytes: t.size_bytes,
-          unread: !t.is_read && t.trashed_at === null
+          unread: !t.owner_read && t.trashed_at === null
         })))
         for (const t of toDestroy) outcomes.set(t.id, { id: t.id, outcome: "deleted", trashPurgeAt: null })
         return { outcomes, trashed: toTrash.length, deleted: toTrash.length + toDestroy.length }
       })
 
-    /** Takes the targets out of the trash, with message.restored for each one that was in it. */
-    const restoreTargets = (accountId: number, targets: ReadonlyArray<Target>) =>
+    /** Takes the targets out of the trash, with message.restored (the owner's event) for each one that was in it. */
+    const restoreTargets = (targets: ReadonlyArray<Target>) =>
       Effect.gen(function*() {
         const at = yield* now
         const trashed = targets.filter((t) => t.trashed_at !== null)
         if (trashed.length === 0) return 0
         yield* sql`UPDATE messages SET trashed_at = NULL, trash_purge_at = NULL WHERE id IN ${sql.in(trashed.map((t) => t.id))}`
         yield* search.followChanges(trashed.map((t) => t.id))
-        yield* adjustUnread(trashed.filter((t) => !t.is_read).map((t) => ({ aliasId: t.alias_id, delta: 1 })))
+        yield* adjustUnread(trashed.filter((t) => !t.owner_read).map((t) => ({ aliasId: t.alias_id, delta: 1 })))
         for (const t of trashed) {
           const alias: EventAlias = { id: t.alias_id, address: `${t.local_part}@${t.domain}`, label: t.label }
           yield* appendEvent(sql, {
-            accountId,
+            accountId: t.owner_id,
             alias,
             type: "message.restored",
             time: at,
@@ -335,7 +353,7 @@ export class MessageActions extends Context.Service<MessageActions, {
       yield* sql.withTransaction(Effect.gen(function*() {
         const plan = yield* lockAccount(accountId)
         const targets = yield* lockAll(accountId, [id], "delete")
-        yield* deleteTargets(plan, targets, permanent)
+        yield* deleteTargets(accountId, plan, targets, permanent)
       })).pipe(Effect.catchTag("SqlError", Effect.die))
     })
 
@@ -343,7 +361,7 @@ export class MessageActions extends Context.Service<MessageActions, {
       yield* sql.withTransaction(Effect.gen(function*() {
         yield* lockAccount(accountId)
         const targets = yield* lockAll(accountId, [id], "delete")
-        yield* restoreTargets(accountId, targets)
+        yield* restoreTargets(targets)
       })).pipe(Effect.catchTag("SqlError", Effect.die))
     })
 
@@ -376,10 +394,10 @@ export class MessageActions extends Context.Service<MessageActions, {
                 RETURNING message_id`).pipe(Effect.flatMap(changedRows))
           result.updated = changed.length
         } else if (action === "restore") {
-          result.restored = yield* restoreTargets(accountId, targets)
+          result.restored = yield* restoreTargets(targets)
           result.outcomes = ids.map((id) => ({ id, outcome: "restored", trashPurgeAt: null }))
         } else {
-          const done = yield* deleteTargets(plan, targets, action === "delete_forever")
+          const done = yield* deleteTargets(accountId, plan, targets, action === "delete_forever")
           result.deleted = done.deleted
           result.trashed = done.trashed
           result.outcomes = ids.map((id) => done.outcomes.get(id)!)
@@ -396,15 +414,16 @@ export class MessageActions extends Context.Service<MessageActions, {
       const inAlias = aliasId === undefined ? sql`true` : sql`m.alias_id = ${aliasId}`
       return yield* sql.withTransaction(Effect.gen(function*() {
         yield* lockAccount(accountId)
+        const deletable = yield* access.mailboxes(accountId, "delete", "m")
         const victims = yield* sql`
           SELECT m.id, m.alias_id, m.size_bytes FROM messages m
-          WHERE ${access.mailboxes(accountId, "delete", "m")} AND m.trashed_at IS NOT NULL AND ${inAlias}
+          WHERE ${deletable} AND m.trashed_at IS NOT NULL AND ${inAlias}
           ORDER BY m.trashed_at, m.id LIMIT 1000
           FOR UPDATE OF m SKIP LOCKED`.pipe(Effect.flatMap(victimRows))
         // Mail in the trash is not in any unread count.
         yield* destroyMessages(stores, victims.map((v) => ({ ...v, unread: false })))
         const [left] = yield* sql`
-          SELECT count(*)::int AS n FROM messages m WHERE ${access.mailboxes(accountId, "delete", "m")} AND m.trashed_at IS NOT NULL AND ${inAlias}`
+          SELECT count(*)::int AS n FROM messages m WHERE ${deletable} AND m.trashed_at IS NOT NULL AND ${inAlias}`
           .pipe(Effect.flatMap(countRows))
         return { deleted: victims.length, remaining: left!.n } satisfies EmptyTrashResult
       })).pipe(Effect.orDie)
@@ -426,13 +445,14 @@ export class MessageActions extends Context.Service<MessageActions, {
      * (migration 0018); a larger one is served with its images blocked.
      */
     const html = Effect.fn("MessageActions.html")(function*(accountId: number, id: number, remote: boolean) {
+      const reachable = yield* access.mailboxes(accountId, "read")
       const [row] = yield* sql`
         SELECT html_sanitized, html_sanitized_remote, remote_image_count, sender_address, envelope_from,
                CASE WHEN html_sanitized_remote IS NULL AND remote_image_count > 0
                          AND octet_length(html_original) <= ${RequestTimeHtmlMaxChars}
                     THEN html_original END AS html_original
         FROM messages
-        WHERE id = ${id} AND ${access.mailboxes(accountId, "read")}`.pipe(Effect.flatMap(htmlRows), Effect.orDie)
+        WHERE id = ${id} AND ${reachable}`.pipe(Effect.flatMap(htmlRows), Effect.orDie)
       if (row === undefined || row.html_sanitized === null) return yield* Effect.fail(notFound(id))
       const allow = remote || (yield* preferenceOf(accountId, senderAddressOf(row).toLowerCase()).pipe(Effect.orDie))
       if (!allow) return { html: row.html_sanitized, remoteImagesAllowed: false }
@@ -446,8 +466,9 @@ export class MessageActions extends Context.Service<MessageActions, {
     })
 
     const setRemoteImagePreference = Effect.fn("MessageActions.setRemoteImagePreference")(function*(accountId: number, id: number, alwaysLoad: boolean) {
+      const reachable = yield* access.mailboxes(accountId, "read")
       const [row] = yield* sql`
-        SELECT sender_address, envelope_from FROM messages WHERE id = ${id} AND ${access.mailboxes(accountId, "read")}`.pipe(
+        SELECT sender_address, envelope_from FROM messages WHERE id = ${id} AND ${reachable}`.pipe(
         Effect.flatMap(senderRows),
         Effect.orDie
       )
@@ -462,7 +483,8 @@ export class MessageActions extends Context.Service<MessageActions, {
     })
 
     const readAttachment = (accountId: number, messageId: number, attachmentId: number) =>
-      blobs.attachment(messageId, attachmentId, access.mailboxes(accountId, "read", "m")).pipe(
+      access.mailboxes(accountId, "read", "m").pipe(
+        Effect.flatMap((reachable) => blobs.attachment(messageId, attachmentId, reachable)),
         Effect.map(Option.map((row): AttachmentBody => ({
           filename: row.filename,
           mimeType: row.mime_type,

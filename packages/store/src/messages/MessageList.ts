@@ -119,14 +119,18 @@ export const listConditions = ({ access, search, sql }: ListServices, accountId:
       if (Result.isFailure(parsed)) return yield* Effect.fail(parsed.failure)
       query = parsed.success
     }
+    const reach = yield* access.reach(accountId, "read", "m", { excludeShared: bool(filters.excludeShared) ?? false })
     const indexed = search.readsIndex(query, trashed)
     const source = indexed ? "index" : "messages"
+    // The index keeps each message's words within its owner's account: a list that reaches mail
+    // shared with the reader matches each row's words within the row's own account.
+    const wordsOf = reach.shared ? reach.owners : accountId
     /** The reader's own mark: `value` true needs a state row with it set; false, none with it set. */
     const mark = (column: "archived" | "is_read" | "starred" | "pinned", value: boolean) => {
       const marked = sql`EXISTS (SELECT 1 FROM message_states s WHERE s.message_id = m.id AND s.account_id = ${accountId} AND s.${sql.literal(column)})`
       return value ? marked : sql`NOT ${marked}`
     }
-    const conditions: Array<Statement.Fragment> = [access.mailboxes(accountId, "read", "m")]
+    const conditions: Array<Statement.Fragment> = [reach.condition]
     // Also in the search index, which keeps a trashed message's row out of its indexes (WHERE trashed_at IS NULL).
     conditions.push(trashed ? sql`m.trashed_at IS NOT NULL` : sql`m.trashed_at IS NULL`)
     // The archived filter does not apply to the trash (spec 4.5, rule 1).
@@ -134,8 +138,11 @@ export const listConditions = ({ access, search, sql }: ListServices, accountId:
     if (!trashed) {
       conditions.push(source === "index"
         // The search index holds the owner's archive mark (migration 0012): a word can match
-        // thousands, each tested with a column of its row rather than against the marks.
-        ? search.archived(archived)
+        // thousands, each tested with a column of its row rather than against the marks. On mail
+        // shared with the reader the mark is the reader's own, read from its marks.
+        ? (reach.shared
+          ? sql`((m.account_id = ${accountId} AND ${search.archived(archived)}) OR (m.account_id <> ${accountId} AND ${mark("archived", archived)}))`
+          : search.archived(archived))
         : mark("archived", archived))
     }
     // Beyond this point every condition narrows the view below what mailbox_counts keeps.
@@ -169,7 +176,7 @@ export const listConditions = ({ access, search, sql }: ListServices, accountId:
           // In the trash, `q` is answered from the database: subject and sender only (rule 2).
           ? match(term, sql`(m.subject ILIKE ${likePattern(term.value)} OR ${senderText} ILIKE ${likePattern(term.value)})`)
           // The words of the mailbox are only in the search index.
-          : search.matchesTerm(accountId, term, source))
+          : search.matchesTerm(wordsOf, term, source))
       }
       for (const term of query.from) conditions.push(match(term, sql`${senderText} ILIKE ${likePattern(term.value)}`))
       for (const term of query.to) {
@@ -188,8 +195,8 @@ export const listConditions = ({ access, search, sql }: ListServices, accountId:
       if (query.before !== undefined) conditions.push(sql`m.received_at < ${new Date(`${query.before}T00:00:00Z`)}`)
       if (query.after !== undefined) conditions.push(sql`m.received_at >= ${new Date(`${query.after}T00:00:00Z`)}`)
     }
-    /** The view whose `total` mailbox_counts keeps (migration 0007), when nothing narrows it further. */
-    const counted: CountedView | undefined = conditions.length > viewConditions ? undefined : trashed ? "trash" : archived ? "archive" : "mailbox"
+    /** The view whose `total` mailbox_counts keeps (migration 0007, the owner's own mail), when nothing narrows it further. */
+    const counted: CountedView | undefined = conditions.length > viewConditions || reach.shared ? undefined : trashed ? "trash" : archived ? "archive" : "mailbox"
     return { where: sql.and(conditions), view: sql.and(conditions.slice(0, viewConditions)), indexed, query, counted }
   })
 

@@ -127,10 +127,14 @@ export class Messages extends Context.Service<Messages, {
     const detailRows = rowsDecoder(DetailRow)
     const decodeTotals = rowsDecoder(Schema.Struct({ total: Schema.Int }))
 
-    /** The alias of a summary's row `m` (its `id` and `alias_id`) and the reader's tags on it: select-list items. */
+    /**
+     * The alias of a summary's row `m` (its `id` and `alias_id`) and the reader's tags on it:
+     * select-list items. The label is the owner's, never shown to a guest (spec 5, rule 7).
+     */
     const aliasAndTags = (accountId: number) =>
       sql`
-        (SELECT json_build_object('local_part', al.local_part, 'domain', d.name, 'label', al.label)
+        (SELECT json_build_object('local_part', al.local_part, 'domain', d.name,
+                                  'label', CASE WHEN al.account_id = ${accountId} THEN al.label END)
           FROM aliases al JOIN domains d ON d.id = al.domain_id WHERE al.id = m.alias_id) AS alias,
         (SELECT coalesce(json_agg(json_build_object('id', t.id, 'name', t.name, 'color', t.color) ORDER BY t.name_key), '[]')
           FROM message_tags mt JOIN tags t ON t.id = mt.tag_id WHERE mt.message_id = m.id AND mt.account_id = ${accountId}) AS tags`
@@ -220,12 +224,13 @@ export class Messages extends Context.Service<Messages, {
     })
 
     const detail = Effect.fn("Messages.detail")(function*(accountId: number, id: number, baseUrl: string) {
+      const reachable = yield* access.mailboxes(accountId, "read", "m")
       const rows = yield* sql`
         SELECT ${sql.literal(summaryColumns)}, ${aliasAndTags(accountId)},
                m.headers, m.text_body, m.html_sanitized IS NOT NULL AS has_html, m.verification_links
         FROM messages m
         LEFT JOIN message_states s ON s.message_id = m.id AND s.account_id = ${accountId}
-        WHERE m.id = ${id} AND ${access.mailboxes(accountId, "read", "m")}`.pipe(Effect.flatMap(detailRows), Effect.orDie)
+        WHERE m.id = ${id} AND ${reachable}`.pipe(Effect.flatMap(detailRows), Effect.orDie)
       const row = rows[0]
       if (row === undefined) return yield* Effect.fail(new MessageNotFound({ messageId: id }))
       const [attachments, alwaysLoad] = yield* Effect.all([
@@ -258,7 +263,8 @@ export class Messages extends Context.Service<Messages, {
     })
 
     const raw = (accountId: number, id: number) =>
-      blobs.readRaw(id, { reachable: access.mailboxes(accountId, "read", "m") }).pipe(
+      access.mailboxes(accountId, "read", "m").pipe(
+        Effect.flatMap((reachable) => blobs.readRaw(id, { reachable })),
         Effect.flatMap(Option.match({ onNone: () => Effect.fail(new MessageNotFound({ messageId: id })), onSome: Effect.succeed }))
       )
 

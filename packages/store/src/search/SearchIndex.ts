@@ -90,11 +90,12 @@ export class SearchIndex extends Context.Service<SearchIndex, {
   readonly readsIndex: (query: SearchQuery | undefined, trashed: boolean) => boolean
   /**
    * The condition that a message has (or, negated, has not) the words of `term`, within the
-   * account: on the index row `m` when the list reads the index, else on the `messages` row `m`
+   * account (several: each row within its own account, the owner's, for a list reaching shared
+   * mail of those accounts): on the index row `m` when the list reads the index, else on the `messages` row `m`
    * (which finds its words in the index; an unprocessed message has none, so it matches no term,
    * and no excluded one either).
    */
-  readonly matchesTerm: (accountId: number, term: SearchTerm, row: "index" | "messages") => Statement.Fragment
+  readonly matchesTerm: (account: number | ReadonlyArray<number>, term: SearchTerm, row: "index" | "messages") => Statement.Fragment
   /** The owner's archive mark, on the index row `m`. */
   readonly archived: (archived: boolean) => Statement.Fragment
   /** How many index rows meet `where` (on `m`). */
@@ -127,13 +128,18 @@ export class SearchIndex extends Context.Service<SearchIndex, {
         WHERE s.message_id IN ${sql.in(ids)} AND s.archived AND NOT ms.archived
           AND ms.id = s.message_id AND ms.account_id = s.account_id`.pipe(Effect.asVoid)
 
-    const matchesTerm = (accountId: number, term: SearchTerm, row: "index" | "messages") => {
+    const matchesTerm = (account: number | ReadonlyArray<number>, term: SearchTerm, row: "index" | "messages") => {
       const tsquery = term.kind === "phrase" ? sql`phraseto_tsquery('simple', ${term.value})` : sql`plainto_tsquery('simple', ${term.value})`
+      /** The row `name` has the term's words within account `a` (a constant: the query is made once, not per row). */
+      const within = (name: string, a: number) => sql`${sql.literal(name)}.search @@ account_tsquery(${a}, ${tsquery})`
       const matches = (name: string) => {
-        const fragment = sql`${sql.literal(name)}.search @@ account_tsquery(${accountId}, ${tsquery})`
+        const fragment = typeof account === "number"
+          ? within(name, account)
+          : sql`(${sql.or(account.map((a) => sql`(${sql.literal(name)}.account_id = ${a} AND ${within(name, a)})`))})`
         return term.negated ? sql`NOT (${fragment})` : fragment
       }
-      return row === "index" ? matches("m") : sql`EXISTS (SELECT 1 FROM message_search w WHERE w.id = m.id AND w.account_id = ${accountId} AND ${matches("w")})`
+      const ownRow = typeof account === "number" ? sql`w.account_id = ${account}` : sql`w.account_id = m.account_id`
+      return row === "index" ? matches("m") : sql`EXISTS (SELECT 1 FROM message_search w WHERE w.id = m.id AND ${ownRow} AND ${matches("w")})`
     }
 
     const archived = (value: boolean) => (value ? sql`m.archived` : sql`NOT m.archived`)

@@ -21,3 +21,22 @@ export const seedAlias = (localPart: string) =>
     return { accountId: account!.id, aliasId: alias!.id, address: `${localPart}@burnbox.test` }
   }).pipe(Effect.orDie)
 
+
+/** A share of `aliasId` (owned by `ownerId`) with `guestId`, written straight into `shares`: accepted unless told otherwise. */
+export const seedShare = (input: {
+  readonly aliasId: number
+  readonly ownerId: number
+  readonly guestId: number
+  readonly role?: "viewer" | "collaborator"
+  readonly status?: "pending" | "active" | "declined" | "ended" | "left"
+  readonly suspended?: boolean
+}) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const [share] = yield* sql<{ id: number }>`
+      INSERT INTO shares (alias_id, owner_id, guest_id, role, status, created_at, accepted_at, suspended_at)
+      VALUES (${input.aliasId}, ${input.ownerId}, ${input.guestId}, ${input.role ?? "viewer"}, ${input.status ?? "active"}, now(),
+              ${(input.status ?? "active") === "active" ? sql`now()` : sql`NULL`}, ${input.suspended === true ? sql`now()` : sql`NULL`})
+      RETURNING id`
+    return share!.id
+  }).pipe(Effect.orDie)

@@ -36,6 +36,7 @@ import { SqlClient, SqlSchema } from "effect/sql"
 import { OutboxChannel } from "./Outbox.ts"
 import { decodeRows } from "../platform/Rows.ts"
 import { now } from "../platform/Time.ts"
+import { liveGuestShare } from "../sharing/MailboxAccess.ts"
 import type { EndpointSecrets } from "./Signer.ts"
 import { pgJson } from "../platform/PgText.ts"
 
@@ -99,13 +100,17 @@ const EndpointRow = Schema.Struct({
   subscription: WebhookSubscription,
   includeTextBody: Schema.Boolean,
   includeMessageRestored: Schema.Boolean,
-  createdAt: Schema.Date
+  createdAt: Schema.Date,
+  url: Schema.String
 }).pipe(Schema.encodeKeys({
   accountId: "account_id",
   includeTextBody: "include_text_body",
   includeMessageRestored: "include_message_restored",
   createdAt: "created_at"
 }))
+
+const MailboxGuestRow = Schema.Struct({ aliasId: Schema.Int, guestId: Schema.Int, ownerHandle: Schema.String })
+const RevokedEndpointRow = Schema.Struct({ aliasId: Schema.Int, guestId: Schema.Int, webhookId: Schema.Int, url: Schema.String })
 
 const MessageTagRow = Schema.Struct({ messageId: Schema.Int, accountId: Schema.Int, tagId: Schema.Int })
   .pipe(Schema.encodeKeys({ messageId: "message_id", accountId: "account_id", tagId: "tag_id" }))
@@ -211,9 +216,30 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
       Result: EndpointRow,
       execute: (accountIds) =>
         sql`
-        SELECT id, account_id, subscription, include_text_body, include_message_restored, created_at FROM webhooks
+        SELECT id, account_id, subscription, include_text_body, include_message_restored, created_at, url FROM webhooks
         WHERE account_id IN ${sql.in(accountIds)} AND status = 'active' AND deleted_at IS NULL
         ORDER BY id`
+    })
+
+    /** The live guests of the events' mailboxes (spec 6.5, rule 6: their endpoints receive the mailbox's events). */
+    const mailboxGuests = SqlSchema.findAll({
+      Request: Schema.Array(Schema.Int),
+      Result: MailboxGuestRow,
+      execute: (aliasIds) =>
+        sql`
+        SELECT s.alias_id AS "aliasId", s.guest_id AS "guestId", o.handle AS "ownerHandle"
+        FROM shares s JOIN accounts o ON o.id = s.owner_id
+        WHERE s.alias_id IN ${sql.in(aliasIds)} AND ${sql.literal(liveGuestShare("s"))}`
+    })
+    /** Guest endpoints the owners revoked on those mailboxes. */
+    const revokedEndpoints = SqlSchema.findAll({
+      Request: Schema.Array(Schema.Int),
+      Result: RevokedEndpointRow,
+      execute: (aliasIds) =>
+        sql`
+        SELECT g.alias_id AS "aliasId", g.guest_id AS "guestId", g.webhook_id AS "webhookId", w.url
+        FROM share_grants g JOIN webhooks w ON w.id = g.webhook_id
+        WHERE g.alias_id IN ${sql.in(aliasIds)} AND g.kind = 'webhook' AND g.revoked_at IS NOT NULL`
     })
 
     const messageTags = SqlSchema.findAll({
@@ -242,13 +268,16 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
      * it) the text bodies are each read with one query, and the rows written with one insert.
      */
     const dispatchEvents = Effect.fn("WebhookDeliveries.dispatchEvents")(function*(events: ReadonlyArray<OutboxEvent>) {
-      const accountIds = eventAccounts(events)
-      if (accountIds.length === 0) return 0
+      if (events.length === 0) return 0
+      const aliasIds = [...new Set(events.flatMap((e) => e.aliasId === null ? [] : [e.aliasId]))]
+      const guests = aliasIds.length > 0 ? yield* mailboxGuests(aliasIds) : []
+      const revoked = guests.length > 0 ? yield* revokedEndpoints(aliasIds) : []
+      const accountIds = [...new Set([...eventAccounts(events), ...guests.map((g) => g.guestId)])]
       const endpoints = yield* activeEndpoints(accountIds)
       if (endpoints.length === 0) return 0
-      const tagged = messagesToTag(events, endpoints)
+      const tagged = messagesToTag(events, endpoints, guests)
       const tags = tagged.length > 0 ? yield* messageTags(tagged) : []
-      const selections = selectEndpoints(events, endpoints, tags)
+      const selections = selectEndpoints(events, endpoints, tags, guests, revoked)
       const texted = messagesToText(selections)
       const bodies = texted.length > 0 ? yield* messageBodies(texted) : []
       const rows = deliveriesFor(selections, bodies).map((delivery) => ({
