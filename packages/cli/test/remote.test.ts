@@ -23,14 +23,14 @@ interface Run {
 }
 
 /** Runs `burnbox <args>` with BURNBOX_URL and BURNBOX_TOKEN (or what `env` says instead). */
-const burnbox = (args: ReadonlyArray<string>, env: Record<string, string | undefined> = {}) =>
+const burnbox = (args: ReadonlyArray<string>, env: Record<string, string | undefined> = {}, timeout = 60_000) =>
   new Promise<Run>((resolve) => {
     const started = Date.now()
     const merged: Record<string, string> = {}
     for (const [key, value] of Object.entries({ ...process.env, BURNBOX_URL: h.baseUrl, BURNBOX_TOKEN: token, ...env })) {
       if (value !== undefined) merged[key] = value
     }
-    execFile(process.execPath, [bin, ...args], { env: merged, timeout: 60_000 }, (error, stdout, stderr) => {
+    execFile(process.execPath, [bin, ...args], { env: merged, timeout }, (error, stdout, stderr) => {
       resolve({ code: error === null ? 0 : typeof error.code === "number" ? error.code : null, stdout, stderr, ms: Date.now() - started })
     })
   })
@@ -75,6 +75,13 @@ describe("burnbox alias new and burn", () => {
     const aliases = (await h.request("/aliases", { token })).body.items
     expect(aliases).toContainEqual(expect.objectContaining({ address, label: "ci run", style: "numeric", status: "active" }))
   })
+
+  it("alias new in 16 parallel jobs on one token: each prints its own address, none fails", async () => {
+    // 16 programs at once (a CI fleet's parallel workers); the client test runs 50 claims at once.
+    const runs = await Promise.all(Array.from({ length: 16 }, () => burnbox(["alias", "new"], {}, 170_000)))
+    expect(runs.filter((run) => run.code !== 0).map((run) => `${run.code}: ${run.stderr}`)).toEqual([])
+    expect(new Set(runs.map((run) => run.stdout.trim())).size).toBe(16)
+  }, 180_000)
 
   it("--json prints the Alias", async () => {
     const run = await burnbox(["alias", "new", "--json"])

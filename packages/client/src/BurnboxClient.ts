@@ -183,8 +183,7 @@ export const make = Effect.fnUntraced(function*(options: ClientOptions) {
         ...(createOptions.label === undefined ? {} : { label: createOptions.label })
       }
     }))
-    // The other four candidates go back to the pool now rather than when the reservation expires.
-    yield* raw.aliases.releaseCandidatesPost({ payload: { reservationToken: reservation.reservationToken } }).pipe(Effect.ignore)
+    // The claim ends the reservation: its other four candidates are back in the pool already.
     return alias
   })
 

@@ -46,6 +46,13 @@ describe("createClient", () => {
     expect(await client.aliases.find(alias.address)).toMatchObject({ status: "burned" })
   })
 
+  it("aliases.create in 50 parallel jobs on one token: every one claims its own alias", async () => {
+    const created = await Promise.all(Array.from({ length: 50 }, (_, i) => client.aliases.create({ label: `job ${i}` })))
+    expect(new Set(created.map((alias) => alias.address)).size).toBe(50)
+    expect(created.every((alias) => alias.status === "active")).toBe(true)
+    await Promise.all(created.map((alias) => client.aliases.burn(alias.id)))
+  })
+
   it("answers a wait on an alias that gets no mail with a timeout problem", async () => {
     const alias = await client.aliases.create()
     const started = Date.now()

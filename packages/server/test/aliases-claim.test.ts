@@ -3,7 +3,7 @@
  * decisions.md (Plans table, reservation lifetime).
  */
 import { Alias, CandidateRelease, CandidateReservation, MailDomain } from "@burnbox/domain"
-import { expectShape, type Harness, type Session, startHarness } from "@burnbox/testkit"
+import { expectProblem, expectShape, type Harness, type Session, startHarness } from "@burnbox/testkit"
 import { Schema } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 
@@ -173,26 +173,70 @@ describe("POST /aliases/candidates (spec 2.9, 4.3; ten minutes per decisions.md)
     }
   })
 
-  it("a new reservation releases the previous one: its token and its candidates are dead", async () => {
+  it("reservations are independent: a new one leaves the previous one live, and each can be claimed from", async () => {
     const session = await h.signup()
     const first = await reserved({ session })
     const second = await reserved({ session })
     expect(second.reservationToken).not.toBe(first.reservationToken)
-    expectRefused(await claim({ session }, { aliasId: first.candidates[0]!.id, reservationToken: first.reservationToken }), 409)
+    // A candidate belongs to its own reservation only.
     expectRefused(await claim({ session }, { aliasId: first.candidates[1]!.id, reservationToken: second.reservationToken }), 409)
-    // Only the newest reservation's five are still held.
-    expect(await releaseAll({ session }, "POST", { reservationToken: first.reservationToken })).toBe(0)
-    const ok = await claim({ session }, { aliasId: second.candidates[2]!.id, reservationToken: second.reservationToken })
-    expect(ok.status, ok.text).toBe(201)
-    expect(ok.body.address).toBe(second.candidates[2]!.address)
+    const fromFirst = await claim({ session }, { aliasId: first.candidates[0]!.id, reservationToken: first.reservationToken })
+    expect(fromFirst.status, fromFirst.text).toBe(201)
+    const fromSecond = await claim({ session }, { aliasId: second.candidates[2]!.id, reservationToken: second.reservationToken })
+    expect(fromSecond.status, fromSecond.text).toBe(201)
+    expect(fromSecond.body.address).toBe(second.candidates[2]!.address)
+    // A claim ends its reservation and gives its other four candidates back at once.
+    expect(await releaseAll({ session })).toBe(0)
   })
 
-  it("concurrent reservations of one account leave exactly one live reservation of five", async () => {
+  it("live reservations are capped by the plan (activeAliasCap: 3 on free): the next is 409 reservation_cap until one is claimed, released or expires", async () => {
+    h.clock.set(Date.parse("2026-12-03T09:00:00.000Z"))
+    const session = await h.signup()
+    // Not the hourly shuffle allowance (10 on free), the live reservations are what this counts.
+    await h.query(`UPDATE accounts SET overrides = '{"candidateShufflesUnlimited": true}' WHERE id = $1`, [session.accountId])
+    const held = [await reserved({ session }), await reserved({ session }), await reserved({ session })]
+    expectProblem(await reserve({ session }), 409, "reservation_cap")
+    // Releasing one makes room for one.
+    expect(await releaseAll({ session }, "POST", { reservationToken: held[0]!.reservationToken })).toBe(5)
+    await reserved({ session })
+    expectRefused(await reserve({ session }), 409)
+    // Claiming from one makes room for one.
+    const claimed = await claim({ session }, { aliasId: held[1]!.candidates[0]!.id, reservationToken: held[1]!.reservationToken })
+    expect(claimed.status, claimed.text).toBe(201)
+    await reserved({ session })
+    expectRefused(await reserve({ session }), 409)
+    // Ten minutes on, every one of them has expired.
+    h.clock.advance("10 minutes")
+    await reserved({ session })
+    // An activeAliasCap override moves the cap with it.
+    await h.query(`UPDATE accounts SET overrides = '{"activeAliasCap": 5, "candidateShufflesUnlimited": true}' WHERE id = $1`, [session.accountId])
+    for (let i = 0; i < 4; i++) await reserved({ session })
+    expectRefused(await reserve({ session }), 409)
+  })
+
+  it("concurrent reservations of one account are each live; releasing without a token releases them all", async () => {
     const session = await h.signup({ plan: "premium" })
     const answers = await Promise.all(Array.from({ length: 8 }, () => reserve({ session })))
-    expect(answers.every((a) => a.status === 200)).toBe(true)
-    // Each reservation released the one before it, whatever order they ran in: one is left.
-    expect(await releaseAll({ session })).toBe(5)
+    expect(answers.map((a) => a.status)).toEqual(Array(8).fill(200))
+    expect(await releaseAll({ session })).toBe(40)
+    for (const answer of answers) {
+      const { reservationToken, candidates } = answer.body
+      expectRefused(await claim({ session }, { aliasId: candidates[0]!.id, reservationToken }), 409)
+    }
+  })
+
+  it("50 parallel jobs on one token each reserve and claim without a conflict", async () => {
+    const session = await h.signup({ plan: "pro" })
+    const token = await h.createToken(session, ["read", "manage-aliases"])
+    const job = async () => {
+      const reservation = await reserved({ token })
+      const answer = await claim({ token }, { aliasId: reservation.candidates[0]!.id, reservationToken: reservation.reservationToken })
+      return answer.status
+    }
+    const statuses = await Promise.all(Array.from({ length: 50 }, job))
+    expect(statuses.filter((status) => status !== 201)).toEqual([])
+    expect(await me({ token })).toMatchObject({ activeAliasCount: 50, aliasesLifetimeClaimed: 50 })
+    expect(await releaseAll({ token })).toBe(0)
   })
 })
 

@@ -52,6 +52,7 @@ import {
   WebhookNotFound,
   WebhookUrlRefused
 } from "@burnbox/domain"
+import { ReservationCapReached } from "@burnbox/domain/aliases/errors"
 import { Effect } from "effect"
 import { HttpServerRequest, HttpServerRespondable } from "effect/http"
 import { describe, expect, it } from "vitest"
@@ -93,6 +94,10 @@ const cases: { readonly [Tag in DomainError["_tag"]]: readonly [Extract<DomainEr
   HourlyShuffleLimitReached: [
     new HourlyShuffleLimitReached({ limit: 10, retryAfter: 120 }),
     answer(429, "shuffle_limit_reached", "At most 10 candidate reservations an hour; retry in 120 s.")
+  ],
+  ReservationCapReached: [
+    new ReservationCapReached({ limit: 3 }),
+    answer(409, "reservation_cap", "Your plan allows 3 live candidate reservations; claim from one or release one first.")
   ],
   ReservationUnavailable: [
     new ReservationUnavailable(),

@@ -117,5 +117,13 @@ export const ListAliasesQuery = {
 export const CandidatesPerReservation = 5
 export const ReservationLifetimeMs = 10 * 60 * 1000
 
+/**
+ * How many reservations an account may hold live at once (each lives its ten minutes unless
+ * claimed or released): as many as the aliases its plan lets it have active, so parallel CI jobs
+ * on one token each hold their own, and never more than the plan could claim (free 3,
+ * premium 20, pro 200; it follows an `activeAliasCap` override).
+ */
+export const liveReservationCap = (plan: { readonly activeAliasCap: number }): number => Math.max(1, plan.activeAliasCap)
+
 /** How long before a self-destruct deadline `alias.expiring` is emitted. */
 export const ExpiringNoticeMs = 24 * 60 * 60 * 1000

@@ -46,6 +46,11 @@ export class HourlyShuffleLimitReached extends Schema.TaggedError<HourlyShuffleL
   retryAfter: Schema.Int
 }) {}
 
+/** The account holds as many live reservations as its plan allows; one must be claimed, released or expire first. */
+export class ReservationCapReached extends Schema.TaggedError<ReservationCapReached>()("ReservationCapReached", {
+  limit: Schema.Int
+}) {}
+
 /** The reservation token is unknown, released or expired. */
 export class ReservationUnavailable extends Schema.TaggedError<ReservationUnavailable>()("ReservationUnavailable", {}) {}
 
@@ -70,6 +75,7 @@ export type AliasError =
   | AliasLifetimeCapReached
   | DailyClaimLimitReached
   | HourlyShuffleLimitReached
+  | ReservationCapReached
   | ReservationUnavailable
   | CandidateNotReserved
   | SelfDestructNotInFuture

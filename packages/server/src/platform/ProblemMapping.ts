@@ -56,6 +56,8 @@ const problems = {
     rateLimited("claims_per_day_reached", `At most ${e.limit} claims a day; retry in ${e.retryAfter} s.`, e.retryAfter),
   HourlyShuffleLimitReached: (e) =>
     rateLimited("shuffle_limit_reached", `At most ${e.limit} candidate reservations an hour; retry in ${e.retryAfter} s.`, e.retryAfter),
+  ReservationCapReached: (e) =>
+    conflict("reservation_cap", `Your plan allows ${e.limit} live candidate reservations; claim from one or release one first.`),
   ReservationUnavailable: () =>
     conflict("reservation_invalid", "The reservation is unknown, released or expired; reserve candidates again."),
   CandidateNotReserved: () => conflict("candidate_not_reserved", "This candidate is not part of the reservation."),

@@ -29,6 +29,8 @@ import {
   type UpdateAlias
 } from "@burnbox/domain"
 import { cryptoRandom, generateLocalPart, type LocalPartStyle, type RandomSource } from "@burnbox/domain/aliases/index"
+import { liveReservationCap } from "@burnbox/domain/aliases/Alias"
+import { ReservationCapReached } from "@burnbox/domain/aliases/errors"
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient, SqlSchema, type Statement } from "effect/sql"
 import { DomainRow } from "../domains/Domains.ts"
@@ -139,7 +141,7 @@ export type Transition = "pause" | "resume" | "burn"
 export class Aliases extends Context.Service<Aliases, {
   readonly list: (accountId: number, includeBurned: boolean) => Effect.Effect<ReadonlyArray<Alias>>
   readonly reserve: (accountId: number, input: { domainId: number; style: LocalPartStyle }) =>
-    Effect.Effect<CandidateReservation, DomainNotFound | DomainRetired | FeatureNotInPlan | HourlyShuffleLimitReached>
+    Effect.Effect<CandidateReservation, DomainNotFound | DomainRetired | FeatureNotInPlan | HourlyShuffleLimitReached | ReservationCapReached>
   readonly release: (accountId: number, token: string | undefined) => Effect.Effect<number>
   readonly claim: (accountId: number, input: {
     aliasId: number
@@ -275,6 +277,13 @@ export class Aliases extends Context.Service<Aliases, {
             RETURNING id, local_part`
     })
 
+    const countLiveReservations = SqlSchema.findOne({
+      Request: Schema.Struct({ accountId: Schema.Int, at: Schema.Date }),
+      Result: CountRow,
+      execute: ({ accountId, at }) => sql`
+          SELECT count(*)::int AS n FROM alias_reservations WHERE account_id = ${accountId} AND ended_at IS NULL AND expires_at > ${at}`
+    })
+
     const reserve = Effect.fn("Aliases.reserve")(function*(accountId: number, input: { domainId: number; style: LocalPartStyle }) {
       const at = yield* now
       const found = yield* domainById(input.domainId).pipe(Effect.orDie)
@@ -294,9 +303,11 @@ export class Aliases extends Context.Service<Aliases, {
       const token = randomSecret(24)
       const expiresAt = new Date(at.getTime() + ReservationLifetimeMs)
       const candidates = yield* sql.withTransaction(Effect.gen(function*() {
-        // One reservation at a time per account: concurrent requests queue here, and each ends the previous one.
+        // Reservations are independent: each lives its ten minutes unless claimed or released. The
+        // account's row lock makes counting the live ones and adding this one a single step.
         yield* sql`SELECT id FROM accounts WHERE id = ${accountId} FOR NO KEY UPDATE`
-        yield* endReservations(accountId, at)
+        const { n: live } = yield* countLiveReservations({ accountId, at })
+        if (live >= liveReservationCap(resolved)) return yield* new ReservationCapReached({ limit: liveReservationCap(resolved) })
         const reservation = yield* insertReservation({ accountId, digest: tokenDigest(token), expiresAt })
         const picked: Array<{ id: number; localPart: string }> = []
         for (let round = 0; picked.length < CandidatesPerReservation && round < 20; round++) {
@@ -313,7 +324,7 @@ export class Aliases extends Context.Service<Aliases, {
           for (const row of inserted) picked.push({ id: row.id, localPart: row.local_part })
         }
         return picked
-      })).pipe(Effect.orDie)
+      })).pipe(Effect.catch((error) => error instanceof ReservationCapReached ? Effect.fail(error) : Effect.die(error)))
       if (candidates.length < CandidatesPerReservation) {
         return yield* Effect.die(new Error(`could not find ${CandidatesPerReservation} free ${input.style} addresses on ${domain.name}`))
       }
