@@ -32,7 +32,7 @@ import { createServer } from "node:net"
 import { join } from "node:path"
 import { createClient } from "@burnbox/client"
 import { fakeMail, SmtpClient } from "@burnbox/testkit"
-import { Burnbox, serviceSource, Session } from "./lib/burnbox.ts"
+import { Burnbox, sampleWaits, serviceSource, Session, type Waits, waitsByStatementText, waitsText } from "./lib/burnbox.ts"
 import { cpuShare, cpuSnapshot, type CpuShare, distribution, type Distribution, envInt, epochMs, fmt, loadAverage, sleep, table } from "./lib/common.ts"
 import { findTools, startMaildev } from "./lib/smtp.ts"
 
@@ -248,11 +248,14 @@ const main = async (): Promise<number> => {
     if (maildevWeb !== undefined) await runPhase(4, warmupSeconds, maildevPid, steps, maildevFlow)
   }
 
-  const results: Array<{ jobs: number; burnbox: Phase; maildev: Phase | undefined; load: string }> = []
+  const results: Array<{ jobs: number; burnbox: Phase; maildev: Phase | undefined; load: string; waits: Waits }> = []
+  const sampler = await burnbox.db()
   for (const jobs of concurrencies) {
     steps = new Map()
     log(`burnbox: ${jobs} jobs for ${seconds} s (load average ${loadAverage()})`)
+    const sampling = sampleWaits(sampler)
     const b = await runPhase(jobs, seconds, burnbox.pid, steps, burnboxFlow)
+    const waits = await sampling.stop()
     burnbox.checkAlive()
     log(`burnbox: ${b.flows} flows, ${b.errors} errors${b.firstErrors.length > 0 ? `: ${b.firstErrors.join(" | ")}` : ""}`)
     let m: Phase | undefined
@@ -262,7 +265,7 @@ const main = async (): Promise<number> => {
       m = await runPhase(jobs, seconds, maildevPid, steps, maildevFlow)
       log(`maildev: ${m.flows} flows, ${m.errors} errors${m.firstErrors.length > 0 ? `: ${m.firstErrors.join(" | ")}` : ""}`)
     }
-    results.push({ jobs, burnbox: b, maildev: m, load: loadAverage() })
+    results.push({ jobs, burnbox: b, maildev: m, load: loadAverage(), waits })
   }
 
   const unavailable = "unavailable"
@@ -270,8 +273,8 @@ const main = async (): Promise<number> => {
   for (const { jobs, burnbox: b, maildev: m } of results) {
     const cells = (name: string, p: Phase | undefined) =>
       p === undefined
-        ? [`${jobs} jobs: ${name}`, unavailable, unavailable, unavailable, unavailable, unavailable, unavailable, unavailable]
-        : [`${jobs} jobs: ${name}`, fmt(rate(p), 1), ms(p.codeInHand.p50), ms(p.codeInHand.p99), ms(p.flow.p50), ms(p.flow.p99), fmt(p.errors), fmt(p.cpu.server)]
+        ? [`${jobs} jobs: ${name}`, unavailable, unavailable, unavailable, unavailable, unavailable, unavailable, unavailable, unavailable]
+        : [`${jobs} jobs: ${name}`, fmt(rate(p), 1), ms(p.codeInHand.p50), ms(p.codeInHand.p99), ms(p.flow.p50), ms(p.flow.p99), fmt(p.errors), fmt(p.cpu.server), fmt(p.cpu.generator)]
     rows.push(cells("burnbox", b), cells("maildev 2.2.1", m))
     const ratio = (x: number, y: number) => m === undefined || !Number.isFinite(x / y) ? "-" : `${(x / y).toFixed(2)}x`
     rows.push([
@@ -281,6 +284,7 @@ const main = async (): Promise<number> => {
       m === undefined ? "-" : ratio(b.codeInHand.p99, m.codeInHand.p99),
       m === undefined ? "-" : ratio(b.flow.p50, m.flow.p50),
       m === undefined ? "-" : ratio(b.flow.p99, m.flow.p99),
+      "-",
       "-",
       "-"
     ])
@@ -305,17 +309,20 @@ const main = async (): Promise<number> => {
     "",
     `bench:ci-flow: one account, one token; ${seconds} s per target and concurrency; ${cpus().length} cores; load average at the end of each: ${results.map((r) => `${r.jobs} jobs ${r.load}`).join("; ")}`,
     `service: ${serviceSource()}`,
-    table(["flows (claim, mail, wait, code, burn)", "flows/s", "250->code p50", "p99", "flow p50", "p99", "errors", "server CPU %"], rows),
+    table(["flows (claim, mail, wait, code, burn)", "flows/s", "250->code p50", "p99", "flow p50", "p99", "errors", "server CPU %", "bench CPU %"], rows),
     ...goals.map((g) => `  ${g}`),
     ...results.flatMap(({ jobs, burnbox: b, maildev: m }) => [...b.firstErrors.map((e) => `  ${jobs} jobs burnbox error: ${e}`), ...(m?.firstErrors ?? []).map((e) => `  ${jobs} jobs maildev error: ${e}`)]),
     "",
     "Where the time goes (ms; indented rows are the HTTP requests inside the step above them):",
     table(["step", "n", "p50", "p99", "mean"], breakdown),
+    "burnbox's PostgreSQL backends with work in hand, sampled every 50 ms (what they wait for; by statement):",
+    ...results.flatMap(({ jobs, waits }) => [`  ${jobs} jobs: ${waitsText(waits)}`, `    ${waitsByStatementText(waits, 8)}`]),
     "",
     "Method: each job repeats the flow until the phase's time is up (a flow started in time finishes); flows/s counts the",
     "flows completed over the phase's wall time. 250 -> code runs from the DATA reply of a fresh SMTP connection to the code",
     "in hand (burnbox: messages.wait answered; maildev: the poll that found the mail). Server CPU % is the service's process",
-    "tree (burnbox: node and its PostgreSQL) over the phase; 100 % is one core. burnbox and maildev run one after the other."
+    "tree (burnbox: node and its PostgreSQL) over the phase, bench CPU % this process's (the jobs' clients); 100 % is one",
+    "core. burnbox and maildev run one after the other."
   ]
   process.stdout.write(out.join("\n") + "\n")
   return 0

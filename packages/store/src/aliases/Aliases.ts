@@ -289,7 +289,8 @@ export class Aliases extends Context.Service<Aliases, {
       const found = yield* domainById(input.domainId).pipe(Effect.orDie)
       if (Option.isNone(found)) return yield* Effect.fail(new DomainNotFound({ domainId: input.domainId }))
       const domain = found.value
-      const [{ resolved }] = [yield* entitlementsOf(accountId).pipe(sql.withTransaction, Effect.orDie)]
+      // Read without the account's row lock: the cap below is counted under it.
+      const resolved = yield* entitlements.of(accountId)
       if (domain.state !== "active") return yield* Effect.fail(new DomainRetired({ domainId: domain.id }))
       if (domain.tier === "premium_only" && !resolved.earlyAccessDomains) {
         return yield* Effect.fail(new FeatureNotInPlan({ feature: "earlyAccessDomains" }))
@@ -303,11 +304,7 @@ export class Aliases extends Context.Service<Aliases, {
       const token = randomSecret(24)
       const expiresAt = new Date(at.getTime() + ReservationLifetimeMs)
       const candidates = yield* sql.withTransaction(Effect.gen(function*() {
-        // Reservations are independent: each lives its ten minutes unless claimed or released. The
-        // account's row lock makes counting the live ones and adding this one a single step.
-        yield* sql`SELECT id FROM accounts WHERE id = ${accountId} FOR NO KEY UPDATE`
-        const { n: live } = yield* countLiveReservations({ accountId, at })
-        if (live >= liveReservationCap(resolved)) return yield* new ReservationCapReached({ limit: liveReservationCap(resolved) })
+        // Reservations are independent: each lives its ten minutes unless claimed or released.
         const reservation = yield* insertReservation({ accountId, digest: tokenDigest(token), expiresAt })
         const picked: Array<{ id: number; localPart: string }> = []
         for (let round = 0; picked.length < CandidatesPerReservation && round < 20; round++) {
@@ -323,6 +320,11 @@ export class Aliases extends Context.Service<Aliases, {
           })
           for (const row of inserted) picked.push({ id: row.id, localPart: row.local_part })
         }
+        // The account's row lock makes counting the live ones (this one included) and committing a
+        // single step; taken last, it is held for one count (one token's parallel jobs queue here).
+        yield* sql`SELECT id FROM accounts WHERE id = ${accountId} FOR NO KEY UPDATE`
+        const { n: live } = yield* countLiveReservations({ accountId, at })
+        if (live > liveReservationCap(resolved)) return yield* new ReservationCapReached({ limit: liveReservationCap(resolved) })
         return picked
       })).pipe(Effect.catch((error) => error instanceof ReservationCapReached ? Effect.fail(error) : Effect.die(error)))
       if (candidates.length < CandidatesPerReservation) {
@@ -355,7 +357,7 @@ export class Aliases extends Context.Service<Aliases, {
       Result: ReservationRow,
       execute: ({ accountId, digest }) => sql`
           SELECT id, expires_at, ended_at FROM alias_reservations
-          WHERE account_id = ${accountId} AND token_digest = ${digest}`
+          WHERE account_id = ${accountId} AND token_digest = ${digest} FOR NO KEY UPDATE`
     })
     const reservedCandidate = SqlSchema.findOneOption({
       Request: Schema.Struct({ aliasId: Schema.Int, reservationId: Schema.Int }),
@@ -386,8 +388,10 @@ export class Aliases extends Context.Service<Aliases, {
       const at = yield* now
       const selfDestructAt = input.selfDestructAt === undefined || input.selfDestructAt === null ? null : new Date(input.selfDestructAt)
       return yield* sql.withTransaction(Effect.gen(function*() {
-        const account = yield* entitlementsOf(accountId)
-        const plan = account.resolved
+        // Locks in the order reservation, candidate, account; the account's row (which every claim,
+        // reservation and accepted mail of the account takes) last, so it is held only while the
+        // caps are counted: one token's parallel jobs queue for that, not for the whole claim. Two
+        // claims of one reservation queue on its row, and the second finds it ended.
         const found = yield* reservationOf({ accountId, digest: tokenDigest(input.reservationToken) }).pipe(Effect.orDie)
         const reservation = Option.getOrUndefined(found)
         if (reservation === undefined || reservation.ended_at !== null || reservation.expires_at <= at) {
@@ -399,31 +403,11 @@ export class Aliases extends Context.Service<Aliases, {
         }
         const candidate = reserved.value
         const domain = yield* domainStateOf(candidate.domain_id).pipe(Effect.orDie)
-        if (domain.tier === "premium_only" && !plan.earlyAccessDomains) {
-          return yield* Effect.fail(new FeatureNotInPlan({ feature: "earlyAccessDomains" }))
-        }
-        if (domain.state !== "active") return yield* Effect.fail(new DomainRetired({ domainId: candidate.domain_id }))
-        if (selfDestructAt !== null) {
-          if (!plan.selfDestructTimers) return yield* Effect.fail(new FeatureNotInPlan({ feature: "selfDestructTimers" }))
-          if (!(selfDestructAt > at)) return yield* Effect.fail(new SelfDestructNotInFuture({ selfDestructAt: input.selfDestructAt! }))
-        }
-        if ((yield* activeCount(accountId)) >= plan.activeAliasCap) {
-          return yield* Effect.fail(new ActiveAliasCapReached({ limit: plan.activeAliasCap }))
-        }
-        if (account.aliases_lifetime_claimed >= plan.aliasLifetimeCap) {
-          return yield* Effect.fail(new AliasLifetimeCapReached({ limit: plan.aliasLifetimeCap }))
-        }
-        const dayStart = startOfUtcDay(at)
-        const { today } = yield* claimedSince({ accountId, since: dayStart }).pipe(Effect.orDie)
-        if (today >= plan.claimsPerDay) {
-          const retryAfter = Math.ceil((dayStart.getTime() + 86_400_000 - at.getTime()) / 1000)
-          return yield* Effect.fail(new DailyClaimLimitReached({ limit: plan.claimsPerDay, retryAfter }))
-        }
+        // The claim is written first and undone with the transaction when a rule below refuses it.
         yield* sql`
           UPDATE aliases SET status = 'active', reservation_id = NULL, claimed_at = ${at}, label = ${input.label ?? null},
                  note = ${input.note ?? null}, self_destruct_at = ${selfDestructAt}
           WHERE id = ${candidate.id}`.pipe(Effect.orDie)
-        yield* sql`UPDATE accounts SET aliases_lifetime_claimed = aliases_lifetime_claimed + 1 WHERE id = ${accountId}`.pipe(Effect.orDie)
         yield* endReservations(accountId, at, reservation.id)
         const row = yield* owned(accountId, candidate.id).pipe(Effect.orDie)
         yield* appendEvent(sql, {
@@ -433,6 +417,30 @@ export class Aliases extends Context.Service<Aliases, {
           time: at,
           data: { alias: eventAlias(row), claimed_at: at.toISOString(), ...(selfDestructAt ? { self_destruct_at: selfDestructAt.toISOString() } : {}) }
         })
+        const account = yield* entitlementsOf(accountId)
+        const plan = account.resolved
+        if (domain.tier === "premium_only" && !plan.earlyAccessDomains) {
+          return yield* Effect.fail(new FeatureNotInPlan({ feature: "earlyAccessDomains" }))
+        }
+        if (domain.state !== "active") return yield* Effect.fail(new DomainRetired({ domainId: candidate.domain_id }))
+        if (selfDestructAt !== null) {
+          if (!plan.selfDestructTimers) return yield* Effect.fail(new FeatureNotInPlan({ feature: "selfDestructTimers" }))
+          if (!(selfDestructAt > at)) return yield* Effect.fail(new SelfDestructNotInFuture({ selfDestructAt: input.selfDestructAt! }))
+        }
+        // The counts include this claim.
+        if ((yield* activeCount(accountId)) > plan.activeAliasCap) {
+          return yield* Effect.fail(new ActiveAliasCapReached({ limit: plan.activeAliasCap }))
+        }
+        if (account.aliases_lifetime_claimed >= plan.aliasLifetimeCap) {
+          return yield* Effect.fail(new AliasLifetimeCapReached({ limit: plan.aliasLifetimeCap }))
+        }
+        const dayStart = startOfUtcDay(at)
+        const { today } = yield* claimedSince({ accountId, since: dayStart }).pipe(Effect.orDie)
+        if (today > plan.claimsPerDay) {
+          const retryAfter = Math.ceil((dayStart.getTime() + 86_400_000 - at.getTime()) / 1000)
+          return yield* Effect.fail(new DailyClaimLimitReached({ limit: plan.claimsPerDay, retryAfter }))
+        }
+        yield* sql`UPDATE accounts SET aliases_lifetime_claimed = aliases_lifetime_claimed + 1 WHERE id = ${accountId}`.pipe(Effect.orDie)
         return toAlias(row)
       })).pipe(Effect.catchTag("SqlError", Effect.die))
     })
