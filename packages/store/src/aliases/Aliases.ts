@@ -371,11 +371,21 @@ export class Aliases extends Context.Service<Aliases, {
       Result: Schema.Struct({ state: DomainState, tier: DomainTier }),
       execute: (domainId) => sql`SELECT state, tier FROM domains WHERE id = ${domainId}`
     })
-    const claimedSince = SqlSchema.findOne({
+    /** Counts a claim into the account's lifetime claims: locks its row; answers its plan and the count before. */
+    const countClaim = SqlSchema.findOne({
+      Request: Schema.Int,
+      Result: AccountPlanRow,
+      execute: (accountId) => sql`
+          UPDATE accounts a SET aliases_lifetime_claimed = a.aliases_lifetime_claimed + 1 WHERE a.id = ${accountId}
+          RETURNING ${entitlements.column("a")} AS plan, a.aliases_lifetime_claimed - 1 AS aliases_lifetime_claimed`
+    })
+    /** The account's active aliases and today's claims, in one statement (read after its row is locked). */
+    const claimCounts = SqlSchema.findOne({
       Request: Schema.Struct({ accountId: Schema.Int, since: Schema.Date }),
-      Result: Schema.Struct({ today: Schema.Int }),
+      Result: Schema.Struct({ active: Schema.Int, today: Schema.Int }),
       execute: ({ accountId, since }) => sql`
-          SELECT count(*)::int AS today FROM aliases WHERE account_id = ${accountId} AND claimed_at >= ${since}`
+          SELECT (SELECT count(*)::int FROM aliases WHERE account_id = ${accountId} AND status = 'active') AS active,
+                 (SELECT count(*)::int FROM aliases WHERE account_id = ${accountId} AND claimed_at >= ${since}) AS today`
     })
 
     const claim = Effect.fn("Aliases.claim")(function*(accountId: number, input: {
@@ -417,8 +427,9 @@ export class Aliases extends Context.Service<Aliases, {
           time: at,
           data: { alias: eventAlias(row), claimed_at: at.toISOString(), ...(selfDestructAt ? { self_destruct_at: selfDestructAt.toISOString() } : {}) }
         })
-        const account = yield* entitlementsOf(accountId)
-        const plan = account.resolved
+        // Two statements under the account's lock: count the claim in (taking the lock), count the caps.
+        const account = yield* countClaim(accountId).pipe(Effect.orDie)
+        const plan = account.plan
         if (domain.tier === "premium_only" && !plan.earlyAccessDomains) {
           return yield* Effect.fail(new FeatureNotInPlan({ feature: "earlyAccessDomains" }))
         }
@@ -427,20 +438,19 @@ export class Aliases extends Context.Service<Aliases, {
           if (!plan.selfDestructTimers) return yield* Effect.fail(new FeatureNotInPlan({ feature: "selfDestructTimers" }))
           if (!(selfDestructAt > at)) return yield* Effect.fail(new SelfDestructNotInFuture({ selfDestructAt: input.selfDestructAt! }))
         }
+        const dayStart = startOfUtcDay(at)
+        const { active, today } = yield* claimCounts({ accountId, since: dayStart }).pipe(Effect.orDie)
         // The counts include this claim.
-        if ((yield* activeCount(accountId)) > plan.activeAliasCap) {
+        if (active > plan.activeAliasCap) {
           return yield* Effect.fail(new ActiveAliasCapReached({ limit: plan.activeAliasCap }))
         }
         if (account.aliases_lifetime_claimed >= plan.aliasLifetimeCap) {
           return yield* Effect.fail(new AliasLifetimeCapReached({ limit: plan.aliasLifetimeCap }))
         }
-        const dayStart = startOfUtcDay(at)
-        const { today } = yield* claimedSince({ accountId, since: dayStart }).pipe(Effect.orDie)
         if (today > plan.claimsPerDay) {
           const retryAfter = Math.ceil((dayStart.getTime() + 86_400_000 - at.getTime()) / 1000)
           return yield* Effect.fail(new DailyClaimLimitReached({ limit: plan.claimsPerDay, retryAfter }))
         }
-        yield* sql`UPDATE accounts SET aliases_lifetime_claimed = aliases_lifetime_claimed + 1 WHERE id = ${accountId}`.pipe(Effect.orDie)
         return toAlias(row)
       })).pipe(Effect.catchTag("SqlError", Effect.die))
     })
