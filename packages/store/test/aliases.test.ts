@@ -114,7 +114,7 @@ layer(Store)("Aliases: candidates and claims", (it) => {
       assert.deepStrictEqual(yield* eventsOf(account.id), [["alias.claimed", alias.id]])
     }))
 
-  it.effect("a new reservation ends the previous one: its token claims nothing and its candidates are freed", () =>
+  it.effect("reservations are independent: a new one leaves the previous one live; a claim ends only its own and frees its other candidates", () =>
     Effect.gen(function*() {
       const aliases = yield* Aliases
       const sql = yield* SqlClient.SqlClient
@@ -122,9 +122,10 @@ layer(Store)("Aliases: candidates and claims", (it) => {
       const domain = yield* domainId("burnbox.test")
       const first = yield* aliases.reserve(account.id, { domainId: domain, style: "words" })
       const second = yield* aliases.reserve(account.id, { domainId: domain, style: "pronounceable" })
-      const refused = yield* Effect.flip(aliases.claim(account.id, { aliasId: first.candidates[0]!.id, reservationToken: first.reservationToken }))
+      assert.strictEqual((yield* aliases.claim(account.id, { aliasId: first.candidates[0]!.id, reservationToken: first.reservationToken })).status, "active")
+      const refused = yield* Effect.flip(aliases.claim(account.id, { aliasId: first.candidates[1]!.id, reservationToken: first.reservationToken }))
       assert.strictEqual(refused._tag, "ReservationUnavailable")
-      const left = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM aliases WHERE id IN ${sql.in(first.candidates.map((c) => c.id))}`
+      const left = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM aliases WHERE id IN ${sql.in(first.candidates.slice(1).map((c) => c.id))}`
       assert.strictEqual(left[0]!.n, 0)
       assert.strictEqual((yield* aliases.claim(account.id, { aliasId: second.candidates[4]!.id, reservationToken: second.reservationToken })).status, "active")
     }))
