@@ -304,7 +304,13 @@ export class Aliases extends Context.Service<Aliases, {
       const token = randomSecret(24)
       const expiresAt = new Date(at.getTime() + ReservationLifetimeMs)
       const candidates = yield* sql.withTransaction(Effect.gen(function*() {
-        // Reservations are independent: each lives its ten minutes unless claimed or released.
+        // Reservations are independent: each lives its ten minutes unless claimed or released. The
+        // account's row lock makes counting the live ones and adding this one a single step. It is
+        // taken first: an insert's foreign key check takes a weaker lock on the row, and a
+        // transaction strengthening its lock deadlocks with a group commit queued for the row.
+        yield* sql`SELECT id FROM accounts WHERE id = ${accountId} FOR NO KEY UPDATE`
+        const { n: live } = yield* countLiveReservations({ accountId, at })
+        if (live >= liveReservationCap(resolved)) return yield* new ReservationCapReached({ limit: liveReservationCap(resolved) })
         const reservation = yield* insertReservation({ accountId, digest: tokenDigest(token), expiresAt })
         const picked: Array<{ id: number; localPart: string }> = []
         for (let round = 0; picked.length < CandidatesPerReservation && round < 20; round++) {
@@ -320,11 +326,6 @@ export class Aliases extends Context.Service<Aliases, {
           })
           for (const row of inserted) picked.push({ id: row.id, localPart: row.local_part })
         }
-        // The account's row lock makes counting the live ones (this one included) and committing a
-        // single step; taken last, it is held for one count (one token's parallel jobs queue here).
-        yield* sql`SELECT id FROM accounts WHERE id = ${accountId} FOR NO KEY UPDATE`
-        const { n: live } = yield* countLiveReservations({ accountId, at })
-        if (live > liveReservationCap(resolved)) return yield* new ReservationCapReached({ limit: liveReservationCap(resolved) })
         return picked
       })).pipe(Effect.catch((error) => error instanceof ReservationCapReached ? Effect.fail(error) : Effect.die(error)))
       if (candidates.length < CandidatesPerReservation) {
@@ -400,8 +401,8 @@ export class Aliases extends Context.Service<Aliases, {
       return yield* sql.withTransaction(Effect.gen(function*() {
         // Locks in the order reservation, candidate, account; the account's row (which every claim,
         // reservation and accepted mail of the account takes) last, so it is held only while the
-        // caps are counted: one token's parallel jobs queue for that, not for the whole claim. Two
-        // claims of one reservation queue on its row, and the second finds it ended.
+        // caps are counted and the event added: one token's parallel jobs queue for that, not for
+        // the whole claim. Two claims of one reservation queue on its row; the second finds it ended.
         const found = yield* reservationOf({ accountId, digest: tokenDigest(input.reservationToken) }).pipe(Effect.orDie)
         const reservation = Option.getOrUndefined(found)
         if (reservation === undefined || reservation.ended_at !== null || reservation.expires_at <= at) {
@@ -420,14 +421,9 @@ export class Aliases extends Context.Service<Aliases, {
           WHERE id = ${candidate.id}`.pipe(Effect.orDie)
         yield* endReservations(accountId, at, reservation.id)
         const row = yield* owned(accountId, candidate.id).pipe(Effect.orDie)
-        yield* appendEvent(sql, {
-          accountId,
-          alias: eventAlias(row),
-          type: "alias.claimed",
-          time: at,
-          data: { alias: eventAlias(row), claimed_at: at.toISOString(), ...(selfDestructAt ? { self_destruct_at: selfDestructAt.toISOString() } : {}) }
-        })
-        // Two statements under the account's lock: count the claim in (taking the lock), count the caps.
+        // Under the account's lock: count the claim in (taking the lock), count the caps, add the
+        // event. The lock comes before the event's insert, whose foreign key check would take a
+        // weaker lock on the row first (strengthening it deadlocks with a queued group commit).
         const account = yield* countClaim(accountId).pipe(Effect.orDie)
         const plan = account.plan
         if (domain.tier === "premium_only" && !plan.earlyAccessDomains) {
@@ -451,6 +447,13 @@ export class Aliases extends Context.Service<Aliases, {
           const retryAfter = Math.ceil((dayStart.getTime() + 86_400_000 - at.getTime()) / 1000)
           return yield* Effect.fail(new DailyClaimLimitReached({ limit: plan.claimsPerDay, retryAfter }))
         }
+        yield* appendEvent(sql, {
+          accountId,
+          alias: eventAlias(row),
+          type: "alias.claimed",
+          time: at,
+          data: { alias: eventAlias(row), claimed_at: at.toISOString(), ...(selfDestructAt ? { self_destruct_at: selfDestructAt.toISOString() } : {}) }
+        })
         return toAlias(row)
       })).pipe(Effect.catchTag("SqlError", Effect.die))
     })
