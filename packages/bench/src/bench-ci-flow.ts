@@ -75,7 +75,7 @@ const randomCode = () => String(100_000 + Math.floor(Math.random() * 900_000))
  * One mail to one recipient on a fresh connection; resolves at its 250 with that instant (the
  * QUIT goes on afterwards, as a mailer's connection closes while the test goes on).
  */
-const sendOne = async (port: number, to: string, raw: Uint8Array): Promise<number> => {
+const sendOne = async (port: number, to: string, raw: Uint8Array): Promise<{ at: number; text: string }> => {
   const client = await SmtpClient.connect(port, { ehlo: "app.example.org" })
   try {
     for (const line of ["MAIL FROM:<no-reply@shop.example.com>", `RCPT TO:<${to}>`]) {
@@ -84,7 +84,7 @@ const sendOne = async (port: number, to: string, raw: Uint8Array): Promise<numbe
     }
     const reply = await client.data(raw)
     if (reply.code !== 250) throw new Error(`DATA: ${reply.code} ${reply.text}`)
-    return epochMs()
+    return { at: epochMs(), text: reply.text }
   } finally {
     void client.quit()
   }
@@ -145,15 +145,19 @@ const runPhase = async (
   }
 }
 
+const record = (steps: Map<string, Array<number>>, name: string, duration: number) => {
+  const list = steps.get(name) ?? []
+  list.push(duration)
+  steps.set(name, list)
+}
+
 /** Times each step of a flow into `steps`. */
 const timed = async <A>(steps: Map<string, Array<number>>, name: string, run: () => Promise<A>): Promise<A> => {
   const started = epochMs()
   try {
     return await run()
   } finally {
-    const list = steps.get(name) ?? []
-    list.push(epochMs() - started)
-    steps.set(name, list)
+    record(steps, name, epochMs() - started)
   }
 }
 
@@ -206,14 +210,29 @@ const main = async (): Promise<number> => {
   }
   const client = createClient({ baseUrl: burnbox.baseUrl, token, fetch: timingFetch })
 
+  // The pipeline's NOTIFY at the commit that marks a message processed (bench:wait's reference).
+  const listener = await burnbox.db()
+  const notified = new Map<number, number>()
+  listener.on("notification", (message) => {
+    const at = epochMs()
+    const payload = JSON.parse(message.payload ?? "{}") as { messageId?: number }
+    if (typeof payload.messageId === "number" && !notified.has(payload.messageId)) notified.set(payload.messageId, at)
+  })
+  await listener.query("LISTEN burnbox_realtime")
+
   const burnboxFlow = async (): Promise<FlowTiming> => {
     const started = epochMs()
     const alias = await timed(steps, "claim (aliases.create)", () => client.aliases.create({ style: "numeric" }))
     const code = randomCode()
     const raw = fakeMail({ to: alias.address, code, link: `https://shop.example.com/verify?t=${code}` })
-    const accepted = await timed(steps, "SMTP: connect -> 250", () => sendOne(burnbox.smtpPort, alias.address, raw))
+    const { at: accepted, text } = await timed(steps, "SMTP: connect -> 250", () => sendOne(burnbox.smtpPort, alias.address, raw))
     const detail = await timed(steps, "250 -> code (messages.wait)", () => client.messages.wait({ alias: alias.id, timeout: 30 }))
     const inHand = epochMs()
+    const processedAt = notified.get(Number(/stored as (\d+)/.exec(text)?.[1]))
+    if (processedAt !== undefined) {
+      record(steps, "  (250 -> the pipeline's NOTIFY: processed)", processedAt - accepted)
+      record(steps, "  (NOTIFY -> code in hand)", inHand - processedAt)
+    }
     if (detail.otpCodes[0] !== code) throw new Error(`alias ${alias.address}: code ${String(detail.otpCodes[0])}, sent ${code}`)
     await timed(steps, "burn (aliases.burn)", () => client.aliases.burn(alias.id))
     return { codeInHand: inHand - accepted, flow: epochMs() - started }
@@ -225,7 +244,7 @@ const main = async (): Promise<number> => {
     const address = `job-${maildevSequence++}@ci.example.com`
     const code = randomCode()
     const raw = fakeMail({ to: address, code, link: `https://shop.example.com/verify?t=${code}` })
-    const accepted = await timed(steps, "SMTP: connect -> 250", () => sendOne(maildevPort, address, raw))
+    const { at: accepted } = await timed(steps, "SMTP: connect -> 250", () => sendOne(maildevPort, address, raw))
     const found = await timed(steps, "250 -> code (poll every 100 ms)", async () => {
       for (let polls = 0; epochMs() - accepted < 30_000; polls++) {
         if (polls > 0) await sleep(pollMs)
@@ -313,7 +332,8 @@ const main = async (): Promise<number> => {
     ...goals.map((g) => `  ${g}`),
     ...results.flatMap(({ jobs, burnbox: b, maildev: m }) => [...b.firstErrors.map((e) => `  ${jobs} jobs burnbox error: ${e}`), ...(m?.firstErrors ?? []).map((e) => `  ${jobs} jobs maildev error: ${e}`)]),
     "",
-    "Where the time goes (ms; indented rows are the HTTP requests inside the step above them):",
+    "Where the time goes (ms; indented rows are the HTTP requests inside the step above them, and in brackets its split at the",
+    "pipeline's NOTIFY, which a LISTEN connection of this process stamps with the same clock):",
     table(["step", "n", "p50", "p99", "mean"], breakdown),
     "burnbox's PostgreSQL backends with work in hand, sampled every 50 ms (what they wait for; by statement):",
     ...results.flatMap(({ jobs, waits }) => [`  ${jobs} jobs: ${waitsText(waits)}`, `    ${waitsByStatementText(waits, 8)}`]),
