@@ -289,7 +289,8 @@ export class Aliases extends Context.Service<Aliases, {
       const found = yield* domainById(input.domainId).pipe(Effect.orDie)
       if (Option.isNone(found)) return yield* Effect.fail(new DomainNotFound({ domainId: input.domainId }))
       const domain = found.value
-      // Read without the account's row lock: the cap below is counted under it.
+      // Read without the account's row lock (a transaction of its own that only took and dropped
+      // it): the cap below is counted under the lock.
       const resolved = yield* entitlements.of(accountId)
       if (domain.state !== "active") return yield* Effect.fail(new DomainRetired({ domainId: domain.id }))
       if (domain.tier === "premium_only" && !resolved.earlyAccessDomains) {
@@ -305,9 +306,7 @@ export class Aliases extends Context.Service<Aliases, {
       const expiresAt = new Date(at.getTime() + ReservationLifetimeMs)
       const candidates = yield* sql.withTransaction(Effect.gen(function*() {
         // Reservations are independent: each lives its ten minutes unless claimed or released. The
-        // account's row lock makes counting the live ones and adding this one a single step. It is
-        // taken first: an insert's foreign key check takes a weaker lock on the row, and a
-        // transaction strengthening its lock deadlocks with a group commit queued for the row.
+        // account's row lock makes counting the live ones and adding this one a single step.
         yield* sql`SELECT id FROM accounts WHERE id = ${accountId} FOR NO KEY UPDATE`
         const { n: live } = yield* countLiveReservations({ accountId, at })
         if (live >= liveReservationCap(resolved)) return yield* new ReservationCapReached({ limit: liveReservationCap(resolved) })
@@ -358,7 +357,7 @@ export class Aliases extends Context.Service<Aliases, {
       Result: ReservationRow,
       execute: ({ accountId, digest }) => sql`
           SELECT id, expires_at, ended_at FROM alias_reservations
-          WHERE account_id = ${accountId} AND token_digest = ${digest} FOR NO KEY UPDATE`
+          WHERE account_id = ${accountId} AND token_digest = ${digest}`
     })
     const reservedCandidate = SqlSchema.findOneOption({
       Request: Schema.Struct({ aliasId: Schema.Int, reservationId: Schema.Int }),
@@ -372,21 +371,11 @@ export class Aliases extends Context.Service<Aliases, {
       Result: Schema.Struct({ state: DomainState, tier: DomainTier }),
       execute: (domainId) => sql`SELECT state, tier FROM domains WHERE id = ${domainId}`
     })
-    /** Counts a claim into the account's lifetime claims: locks its row; answers its plan and the count before. */
-    const countClaim = SqlSchema.findOne({
-      Request: Schema.Int,
-      Result: AccountPlanRow,
-      execute: (accountId) => sql`
-          UPDATE accounts a SET aliases_lifetime_claimed = a.aliases_lifetime_claimed + 1 WHERE a.id = ${accountId}
-          RETURNING ${entitlements.column("a")} AS plan, a.aliases_lifetime_claimed - 1 AS aliases_lifetime_claimed`
-    })
-    /** The account's active aliases and today's claims, in one statement (read after its row is locked). */
-    const claimCounts = SqlSchema.findOne({
+    const claimedSince = SqlSchema.findOne({
       Request: Schema.Struct({ accountId: Schema.Int, since: Schema.Date }),
-      Result: Schema.Struct({ active: Schema.Int, today: Schema.Int }),
+      Result: Schema.Struct({ today: Schema.Int }),
       execute: ({ accountId, since }) => sql`
-          SELECT (SELECT count(*)::int FROM aliases WHERE account_id = ${accountId} AND status = 'active') AS active,
-                 (SELECT count(*)::int FROM aliases WHERE account_id = ${accountId} AND claimed_at >= ${since}) AS today`
+          SELECT count(*)::int AS today FROM aliases WHERE account_id = ${accountId} AND claimed_at >= ${since}`
     })
 
     const claim = Effect.fn("Aliases.claim")(function*(accountId: number, input: {
@@ -399,10 +388,8 @@ export class Aliases extends Context.Service<Aliases, {
       const at = yield* now
       const selfDestructAt = input.selfDestructAt === undefined || input.selfDestructAt === null ? null : new Date(input.selfDestructAt)
       return yield* sql.withTransaction(Effect.gen(function*() {
-        // Locks in the order reservation, candidate, account; the account's row (which every claim,
-        // reservation and accepted mail of the account takes) last, so it is held only while the
-        // caps are counted and the event added: one token's parallel jobs queue for that, not for
-        // the whole claim. Two claims of one reservation queue on its row; the second finds it ended.
+        const account = yield* entitlementsOf(accountId)
+        const plan = account.resolved
         const found = yield* reservationOf({ accountId, digest: tokenDigest(input.reservationToken) }).pipe(Effect.orDie)
         const reservation = Option.getOrUndefined(found)
         if (reservation === undefined || reservation.ended_at !== null || reservation.expires_at <= at) {
@@ -414,18 +401,6 @@ export class Aliases extends Context.Service<Aliases, {
         }
         const candidate = reserved.value
         const domain = yield* domainStateOf(candidate.domain_id).pipe(Effect.orDie)
-        // The claim is written first and undone with the transaction when a rule below refuses it.
-        yield* sql`
-          UPDATE aliases SET status = 'active', reservation_id = NULL, claimed_at = ${at}, label = ${input.label ?? null},
-                 note = ${input.note ?? null}, self_destruct_at = ${selfDestructAt}
-          WHERE id = ${candidate.id}`.pipe(Effect.orDie)
-        yield* endReservations(accountId, at, reservation.id)
-        const row = yield* owned(accountId, candidate.id).pipe(Effect.orDie)
-        // Under the account's lock: count the claim in (taking the lock), count the caps, add the
-        // event. The lock comes before the event's insert, whose foreign key check would take a
-        // weaker lock on the row first (strengthening it deadlocks with a queued group commit).
-        const account = yield* countClaim(accountId).pipe(Effect.orDie)
-        const plan = account.plan
         if (domain.tier === "premium_only" && !plan.earlyAccessDomains) {
           return yield* Effect.fail(new FeatureNotInPlan({ feature: "earlyAccessDomains" }))
         }
@@ -434,19 +409,25 @@ export class Aliases extends Context.Service<Aliases, {
           if (!plan.selfDestructTimers) return yield* Effect.fail(new FeatureNotInPlan({ feature: "selfDestructTimers" }))
           if (!(selfDestructAt > at)) return yield* Effect.fail(new SelfDestructNotInFuture({ selfDestructAt: input.selfDestructAt! }))
         }
-        const dayStart = startOfUtcDay(at)
-        const { active, today } = yield* claimCounts({ accountId, since: dayStart }).pipe(Effect.orDie)
-        // The counts include this claim.
-        if (active > plan.activeAliasCap) {
+        if ((yield* activeCount(accountId)) >= plan.activeAliasCap) {
           return yield* Effect.fail(new ActiveAliasCapReached({ limit: plan.activeAliasCap }))
         }
         if (account.aliases_lifetime_claimed >= plan.aliasLifetimeCap) {
           return yield* Effect.fail(new AliasLifetimeCapReached({ limit: plan.aliasLifetimeCap }))
         }
-        if (today > plan.claimsPerDay) {
+        const dayStart = startOfUtcDay(at)
+        const { today } = yield* claimedSince({ accountId, since: dayStart }).pipe(Effect.orDie)
+        if (today >= plan.claimsPerDay) {
           const retryAfter = Math.ceil((dayStart.getTime() + 86_400_000 - at.getTime()) / 1000)
           return yield* Effect.fail(new DailyClaimLimitReached({ limit: plan.claimsPerDay, retryAfter }))
         }
+        yield* sql`
+          UPDATE aliases SET status = 'active', reservation_id = NULL, claimed_at = ${at}, label = ${input.label ?? null},
+                 note = ${input.note ?? null}, self_destruct_at = ${selfDestructAt}
+          WHERE id = ${candidate.id}`.pipe(Effect.orDie)
+        yield* sql`UPDATE accounts SET aliases_lifetime_claimed = aliases_lifetime_claimed + 1 WHERE id = ${accountId}`.pipe(Effect.orDie)
+        yield* endReservations(accountId, at, reservation.id)
+        const row = yield* owned(accountId, candidate.id).pipe(Effect.orDie)
         yield* appendEvent(sql, {
           accountId,
           alias: eventAlias(row),
