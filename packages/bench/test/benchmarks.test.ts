@@ -55,6 +55,12 @@ const benchmarks: ReadonlyArray<Benchmark> = [
   { script: "bench:webhooks", env: { BENCH_LATENCY_MESSAGES: "1", BENCH_RATE: "0", BENCH_EVENTS: "100" }, table: /^\| measure +\| +value \|/m },
   { script: "bench:queue", env: { BENCH_RATE: "5", BENCH_SECONDS: "1" }, table: /^\| queue +\| +p50 ms \|/m },
   { script: "bench:hop", env: { HOP_MESSAGES: "10" }, table: /^\| where the work runs +\| +p50 ms \|/m },
+  {
+    script: "bench:ci-flow",
+    env: { CIFLOW_CONCURRENCY: "2", CIFLOW_SECONDS: "2", CIFLOW_WARMUP_SECONDS: "0" },
+    // maildev that cannot be installed shows as unavailable; the run does not fail.
+    table: /^\| flows \(claim, mail, wait, code, burn\) +\| +flows\/s \|.*\n.*\n\| 2 jobs: burnbox +\| +[\d.,]+ \|.*\n\| 2 jobs: maildev 2\.2\.1 +\| +(unavailable|[\d.,]+) \|/m
+  },
   { script: "bench:html-limits", env: {}, args: ["nested at full depth"], table: /^shape \| MB \|/m }
 ]
 

@@ -420,6 +420,40 @@ describe("concurrent claims (spec 3.1)", () => {
     expect(answers.filter((a) => a.status === 201)).toHaveLength(1)
     expect(await me({ session })).toMatchObject({ activeAliasCount: 3, aliasesLifetimeClaimed: 3 })
   })
+
+  it("concurrent claims of the five candidates of one reservation: one 201, four 409 reservation_invalid (no deadlock, no 500); the other four are freed", async () => {
+    const session = await h.signup({ plan: "premium" })
+    const reservation = await reserved({ session })
+    const answers = await Promise.all(reservation.candidates.map((c) =>
+      claim({ session }, { aliasId: c.id, reservationToken: reservation.reservationToken })))
+    expect(answers.map((a) => a.status).sort(), answers.map((a) => a.text).join("\n")).toEqual([201, 409, 409, 409, 409])
+    // The other claims queue on the reservation and find it ended by the first.
+    for (const answer of answers.filter((a) => a.status === 409)) expectProblem(answer, 409, "reservation_invalid")
+    expect(await me({ session })).toMatchObject({ activeAliasCount: 1, aliasesLifetimeClaimed: 1 })
+    const left = await h.query("SELECT count(*)::int AS n FROM aliases WHERE account_id = $1 AND status = 'reserved'", [session.accountId])
+    expect(left[0]!.n).toBe(0)
+  })
+
+  it("concurrent jobs on one token never pass the daily claim limit, nor the live-reservation cap", async () => {
+    const session = await h.signup({ plan: "pro" })
+    const token = await h.createToken(session, ["read", "manage-aliases"])
+    await h.query(`UPDATE accounts SET overrides = '{"claimsPerDay": 2, "candidateShufflesUnlimited": true}' WHERE id = $1`, [session.accountId])
+    const job = async () => {
+      const reservation = await reserved({ token })
+      return claim({ token }, { aliasId: reservation.candidates[0]!.id, reservationToken: reservation.reservationToken })
+    }
+    const claims = await Promise.all(Array.from({ length: 8 }, job))
+    expect(claims.map((a) => a.status).sort()).toEqual([201, 201, 429, 429, 429, 429, 429, 429])
+    for (const answer of claims.filter((a) => a.status !== 201)) expectProblem(answer, 429, "claims_per_day_reached")
+    expect(await me({ token })).toMatchObject({ activeAliasCount: 2, aliasesLifetimeClaimed: 2 })
+
+    // activeAliasCap 3 caps live reservations at 3: of eight at once, three are live.
+    await releaseAll({ token })
+    await h.query(`UPDATE accounts SET overrides = '{"activeAliasCap": 3, "candidateShufflesUnlimited": true}' WHERE id = $1`, [session.accountId])
+    const reservations = await Promise.all(Array.from({ length: 8 }, () => reserve({ token })))
+    expect(reservations.map((a) => a.status).sort()).toEqual([200, 200, 200, 409, 409, 409, 409, 409])
+    for (const answer of reservations.filter((a) => a.status === 409)) expectProblem(answer, 409, "reservation_cap")
+  })
 })
 
 describe("a claimed address is never handed out again (spec 2.9: never-claimed candidates)", () => {

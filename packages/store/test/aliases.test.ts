@@ -114,7 +114,7 @@ layer(Store)("Aliases: candidates and claims", (it) => {
       assert.deepStrictEqual(yield* eventsOf(account.id), [["alias.claimed", alias.id]])
     }))
 
-  it.effect("reservations are independent: a new one leaves the previous one claimable, and each claim gives back only its own candidates", () =>
+  it.effect("reservations are independent: a new one leaves the previous one live; a claim ends only its own and frees its other candidates", () =>
     Effect.gen(function*() {
       const aliases = yield* Aliases
       const sql = yield* SqlClient.SqlClient
@@ -123,7 +123,8 @@ layer(Store)("Aliases: candidates and claims", (it) => {
       const first = yield* aliases.reserve(account.id, { domainId: domain, style: "words" })
       const second = yield* aliases.reserve(account.id, { domainId: domain, style: "pronounceable" })
       assert.strictEqual((yield* aliases.claim(account.id, { aliasId: first.candidates[0]!.id, reservationToken: first.reservationToken })).status, "active")
-      // The first claim freed the first reservation's other four candidates, and nothing of the second.
+      const refused = yield* Effect.flip(aliases.claim(account.id, { aliasId: first.candidates[1]!.id, reservationToken: first.reservationToken }))
+      assert.strictEqual(refused._tag, "ReservationUnavailable")
       const left = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM aliases WHERE id IN ${sql.in(first.candidates.slice(1).map((c) => c.id))}`
       assert.strictEqual(left[0]!.n, 0)
       assert.strictEqual((yield* aliases.claim(account.id, { aliasId: second.candidates[4]!.id, reservationToken: second.reservationToken })).status, "active")

@@ -332,7 +332,9 @@ export class Aliases extends Context.Service<Aliases, {
       const found = yield* domainById(input.domainId).pipe(Effect.orDie)
       if (Option.isNone(found)) return yield* Effect.fail(new DomainNotFound({ domainId: input.domainId }))
       const domain = found.value
-      const [{ resolved }] = [yield* entitlementsOf(accountId).pipe(sql.withTransaction, Effect.orDie)]
+      // Read without the account's row lock (a transaction of its own that only took and dropped
+      // it): the cap below is counted under the lock.
+      const resolved = yield* entitlements.of(accountId)
       if (domain.state !== "active") return yield* Effect.fail(new DomainRetired({ domainId: domain.id }))
       if (domain.tier === "premium_only" && !resolved.earlyAccessDomains) {
         return yield* Effect.fail(new FeatureNotInPlan({ feature: "earlyAccessDomains" }))
