@@ -4,9 +4,10 @@
  * condition the message statements select an account's mailboxes with.
  */
 import { assert, describe, it as plain, layer } from "@effect/vitest"
-import { MailboxAccess, Mailstore, roleAllows } from "@burnbox/store"
+import { MailboxAccess, Mailstore, NotGuestCacheMs, roleAllows } from "@burnbox/store"
 import { seedAlias, seedShare, TestDatabase } from "@burnbox/testkit"
 import { Effect, Layer, Option } from "effect"
+import { TestClock } from "effect/testing"
 import { SqlClient } from "effect/sql"
 import { acceptMail } from "./store-mail.ts"
 
@@ -86,6 +87,29 @@ layer(Store, { timeout: 120_000 })("MailboxAccess", (it) => {
       // The owner's own condition stays the owner-only one.
       const [text] = sql`SELECT 1 FROM messages m WHERE ${yield* access.mailboxes(owner.accountId, "read", "m")}`.compile()
       assert.strictEqual(text, "SELECT 1 FROM messages m WHERE m.account_id = $1")
+    }))
+
+  it.effect("an account known to be nobody's guest reads no shares for NotGuestCacheMs; a share started in this process reaches it at once", () =>
+    Effect.gen(function*() {
+      const access = yield* MailboxAccess
+      const owner = yield* seedAlias("access.cache.owner")
+      const other = yield* seedAlias("access.cache.other")
+      const guest = yield* seedAlias("access.cache.guest")
+      assert.deepStrictEqual(yield* access.shared(guest.accountId), [])
+      // A share started by another process (written straight into the table) reaches the guest once the answer is stale.
+      yield* seedShare({ aliasId: owner.aliasId, ownerId: owner.accountId, guestId: guest.accountId, role: "viewer" })
+      assert.deepStrictEqual(yield* access.shared(guest.accountId), [])
+      yield* TestClock.adjust(NotGuestCacheMs)
+      assert.deepStrictEqual((yield* access.shared(guest.accountId)).map((m) => m.aliasId), [owner.aliasId])
+      // A guest with live shares reads them on every request: none is cached, so a second share shows at once when forgotten...
+      yield* seedShare({ aliasId: other.aliasId, ownerId: other.accountId, guestId: guest.accountId, role: "viewer" })
+      assert.deepStrictEqual((yield* access.shared(guest.accountId)).map((m) => m.aliasId).sort(), [owner.aliasId, other.aliasId].sort())
+      // ...and a share started in this process (Shares.accept, a resumed plan) is forgotten at once.
+      const late = yield* seedAlias("access.cache.late")
+      assert.deepStrictEqual(yield* access.shared(late.accountId), [])
+      yield* seedShare({ aliasId: owner.aliasId, ownerId: owner.accountId, guestId: late.accountId, role: "viewer" })
+      yield* access.forgetGuests([late.accountId])
+      assert.deepStrictEqual((yield* access.shared(late.accountId)).map((m) => m.aliasId), [owner.aliasId])
     }))
 
   it.effect("an invited, a suspended and a former guest reach nothing", () =>

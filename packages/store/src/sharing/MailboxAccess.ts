@@ -12,7 +12,7 @@
  * with the shared aliases read here (one indexed lookup of `shares`), not a subquery per row.
  */
 import { type AliasRole, CurrentPrincipal } from "@burnbox/domain"
-import { Context, Effect, Layer, Option, Schema } from "effect"
+import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient, type Statement } from "effect/sql"
 import { rowsDecoder } from "../platform/Rows.ts"
 
@@ -66,6 +66,15 @@ const openTo = (sql: SqlClient.SqlClient, row: string, token: number | null) =>
     : sql`NOT EXISTS (SELECT 1 FROM share_grants g WHERE g.alias_id = ${sql.literal(row)}.alias_id AND g.api_token_id = ${token}
                       AND g.revoked_at IS NOT NULL)`
 
+/**
+ * How long a process trusts that an account is nobody's guest (reaches no shared mailbox), so that
+ * most requests, an owner's, read no `shares` at all. Only that answer is kept: an account with
+ * live shares reads them on every request, so a share that stops stops at once. A share that
+ * starts (accepted, or resumed by the owner's upgrade) is forgotten at once in the process that
+ * made it, and reaches the guest's requests on another process within this time.
+ */
+export const NotGuestCacheMs = 2_000
+
 const SharedRow = Schema.Struct({ aliasId: Schema.Int, ownerId: Schema.Int, role: Schema.Literals(["viewer", "collaborator"]) })
 const sharedRows = rowsDecoder(SharedRow)
 
@@ -91,16 +100,35 @@ export class MailboxAccess extends Context.Service<MailboxAccess, {
    * shared): whose mail events can change what it lists (Realtime's events name the owner).
    */
   readonly accountsReadBy: (accountId: number) => Effect.Effect<ReadonlyArray<number>>
+  /** A share of these guests started: their next request reads `shares` again (NotGuestCacheMs). */
+  readonly forgetGuests: (accountIds: ReadonlyArray<number>) => Effect.Effect<void>
 }>()("burnbox/MailboxAccess") {
   static readonly layer = Layer.effect(MailboxAccess, Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
 
+    /**
+     * Accounts known to be nobody's guest, until when (ms), by the token their request came with
+     * (a token the owner revoked reaches no share, while the same account's session still may).
+     */
+    const notGuest = new Map<number, Map<number | null, number>>()
+    const forgetGuests = (accountIds: ReadonlyArray<number>) => Effect.sync(() => accountIds.forEach((id) => notGuest.delete(id)))
+
     const shared = Effect.fn("MailboxAccess.shared")(function*(accountId: number) {
+      const at = yield* Clock.currentTimeMillis
       const token = yield* callerToken
-      return yield* sql`
+      const until = notGuest.get(accountId)?.get(token)
+      if (until !== undefined && until > at) return []
+      const rows = yield* sql`
         SELECT s.alias_id AS "aliasId", s.owner_id AS "ownerId", s.role FROM shares s
         WHERE s.guest_id = ${accountId} AND ${sql.literal(liveGuestShare("s"))} AND ${openTo(sql, "s", token)}
         ORDER BY s.alias_id`.pipe(Effect.flatMap(sharedRows), Effect.orDie)
+      if (rows.length === 0) {
+        if (notGuest.size > 100_000) notGuest.clear()
+        const byToken = notGuest.get(accountId) ?? new Map<number | null, number>()
+        byToken.set(token, at + NotGuestCacheMs)
+        notGuest.set(accountId, byToken)
+      } else notGuest.get(accountId)?.delete(token)
+      return rows
     })
 
     const role = Effect.fn("MailboxAccess.role")(function*(accountId: number, aliasId: number) {
@@ -134,6 +162,6 @@ export class MailboxAccess extends Context.Service<MailboxAccess, {
     const accountsReadBy = (accountId: number) =>
       Effect.map(shared(accountId), (reached) => [...new Set([accountId, ...reached.map((m) => m.ownerId)])])
 
-    return MailboxAccess.of({ role, mailboxes, reach, shared, accountsReadBy })
+    return MailboxAccess.of({ role, mailboxes, reach, shared, accountsReadBy, forgetGuests })
   }))
 }

@@ -36,7 +36,7 @@ import { emailKey } from "../accounts/Accounts.ts"
 import { Entitlements } from "../plans/Entitlements.ts"
 import { IdRow, IsoFromDate, rowsDecoder } from "../platform/Rows.ts"
 import { now } from "../platform/Time.ts"
-import { liveGuestShare } from "./MailboxAccess.ts"
+import { liveGuestShare, MailboxAccess } from "./MailboxAccess.ts"
 
 /** A live share as its owner lists it. */
 const ShareRow = Schema.Struct({
@@ -113,6 +113,7 @@ export class Shares extends Context.Service<Shares, {
   static readonly layer = Layer.effect(Shares, Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const entitlements = yield* Entitlements
+    const access = yield* MailboxAccess
 
     /** Draws handles until one was never given out; records it, so it is never given again. */
     const newHandle = Effect.gen(function*() {
@@ -236,6 +237,7 @@ export class Shares extends Context.Service<Shares, {
     const accept = Effect.fn("Shares.accept")(function*(guestId: number, invitationId: number) {
       const at = yield* now
       yield* answerInvitation(guestId, invitationId, sql`status = 'active', accepted_at = ${at}`)
+      yield* access.forgetGuests([guestId])
     })
 
     const decline = Effect.fn("Shares.decline")(function*(guestId: number, invitationId: number) {
@@ -456,11 +458,15 @@ export class Shares extends Context.Service<Shares, {
     const followPlan = (ownerId: number, sharing: boolean) =>
       Effect.gen(function*() {
         const at = yield* now
-        yield* sharing
-          ? sql`UPDATE shares s SET suspended_at = NULL
-                WHERE s.owner_id = ${ownerId} AND ${sql.literal(standingShare("s"))} AND s.suspended_at IS NOT NULL`
-          : sql`UPDATE shares s SET suspended_at = ${at}
+        if (sharing) {
+          const resumed = yield* sql<{ guest_id: number }>`UPDATE shares s SET suspended_at = NULL
+                WHERE s.owner_id = ${ownerId} AND ${sql.literal(standingShare("s"))} AND s.suspended_at IS NOT NULL
+                RETURNING s.guest_id`
+          yield* access.forgetGuests(resumed.map((row) => row.guest_id))
+        } else {
+          yield* sql`UPDATE shares s SET suspended_at = ${at}
                 WHERE s.owner_id = ${ownerId} AND ${sql.literal(standingShare("s"))} AND s.suspended_at IS NULL`
+        }
       }).pipe(Effect.orDie)
     yield* entitlements.onPlanChange({ feature: "sharing", apply: ({ accountId, after }) => followPlan(accountId, planIncludes(after, "sharing")) })
 
