@@ -218,7 +218,7 @@ const costliestNodes = async (db: PgClient, sql: string, top = 3): Promise<Array
   return nodes.sort((a, b) => b.self - a.self).slice(0, top).map((n) => `${n.label}: ${ms(n.self)} ms (${fmt((100 * n.self) / execution)} %)`)
 }
 
-/** The median of up to `runs` executions of `sql` alone, timed at the client (ms); at least 3, at most ~10 s. */
+/** The median of up to `runs` executions of the given statement alone, timed at the client (ms); at least 3, at most ~10 s. */
 const timeSql = async (db: PgClient, sql: string, runs = 15): Promise<number> => {
   const samples: Array<number> = []
   const started = performance.now()
