@@ -96,6 +96,8 @@ const MaxWaitSeconds = 120
 /** Between polls of a server that answers at once instead of holding the request. */
 const PollIntervalMs = 250
 const DefaultTimeoutSeconds = 30
+/** How long `aliases.create` trusts the domain list it read. */
+const DomainsFreshMs = 60_000
 
 /** Seconds left before `deadline` as the API's `wait` takes them, or undefined when under one. */
 const waitSeconds = (deadline: number, now: number) => {
@@ -165,8 +167,23 @@ export const make = Effect.fnUntraced(function*(options: ClientOptions) {
     return found.id
   })
 
-  const create = Effect.fn("BurnboxClient.aliases.create")(function*(createOptions: CreateAliasOptions = {}) {
-    const { items: domains } = yield* problems(raw.account.domains())
+  /**
+   * The account's domains as `create` last read them: a fleet of jobs sharing one client claims
+   * many aliases a minute, and the list changes only when an operator adds or retires a domain.
+   * Read again after DomainsFreshMs, and at once when a reservation is refused for its domain.
+   */
+  let domainsRead: { readonly at: number; readonly items: ReadonlyArray<{ readonly id: number; readonly name: string; readonly claimable: boolean }> } | undefined
+  const domainsFor = (fresh: boolean) =>
+    Effect.gen(function*() {
+      const at = yield* Clock.currentTimeMillis
+      if (!fresh && domainsRead !== undefined && at - domainsRead.at < DomainsFreshMs) return domainsRead.items
+      const { items } = yield* problems(raw.account.domains())
+      domainsRead = { at, items }
+      return items
+    })
+
+  const reserveOn = Effect.fn("BurnboxClient.aliases.reserve")(function*(createOptions: CreateAliasOptions, fresh: boolean) {
+    const domains = yield* domainsFor(fresh)
     const wanted = createOptions.domain?.trim().toLowerCase()
     const domain = wanted === undefined
       ? domains.find((candidate) => candidate.claimable)
@@ -174,7 +191,16 @@ export const make = Effect.fnUntraced(function*(options: ClientOptions) {
     if (domain === undefined) {
       return yield* BurnboxProblem.notFound(wanted === undefined ? "A claimable domain" : `The domain ${wanted}`)
     }
-    const reservation = yield* problems(raw.aliases.reserve({ payload: { domainId: domain.id, style: createOptions.style ?? "words" } }))
+    return yield* problems(raw.aliases.reserve({ payload: { domainId: domain.id, style: createOptions.style ?? "words" } }))
+  })
+
+  /** A refusal that a stale domain list may explain: the domain is gone, retired, or no longer open to the plan. */
+  const staleDomain = (problem: BurnboxProblem) => problem.status === 404 || problem.status === 403 || problem.code === "domain_retired"
+
+  const create = Effect.fn("BurnboxClient.aliases.create")(function*(createOptions: CreateAliasOptions = {}) {
+    const reservation = yield* reserveOn(createOptions, false).pipe(
+      Effect.catchIf(staleDomain, () => reserveOn(createOptions, true))
+    )
     const candidate = reservation.candidates[0]
     if (candidate === undefined) {
       return yield* new BurnboxProblem({ status: 0, code: "unexpected_response", message: "The reservation held no candidate." })

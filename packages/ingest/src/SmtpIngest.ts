@@ -7,13 +7,24 @@
  * failure answers 451 so the sender retries.
  */
 import { readFileSync } from "node:fs"
-import { BurnboxConfig, type Delivery, Mailstore } from "@burnbox/store"
-import { Cause, Context, Effect, Exit, Layer, Option } from "effect"
+import { BurnboxConfig, type Delivery, Mailstore, StartupFailure } from "@burnbox/store"
+import { Cause, Config, Context, Effect, Exit, Layer, Option } from "effect"
 import { SMTPServer, type SMTPServerAddress, type SMTPServerSession } from "smtp-server"
 
 export const MaxMessageBytes = 15_728_640
 export const MaxRecipients = 100
+/** The default of BURNBOX_SMTP_MAX_CONNECTIONS_PER_ADDRESS. */
 export const MaxConnectionsPerAddress = 20
+
+/**
+ * The machine's own address: a CI fleet's jobs and the app under test send from it, dozens at
+ * once, so it is not held to the per-address limit (the server's 1,000 connections in all still are).
+ */
+const ownAddresses = new Set(["127.0.0.1", "::1", "::ffff:127.0.0.1"])
+
+/** True when a new connection from `address`, making `open` from it, is over the per-address limit (0: none). */
+export const overConnectionLimit = (address: string, open: number, limit: number): boolean =>
+  limit > 0 && open > limit && !ownAddresses.has(address)
 
 const smtpError = (code: number, text: string) => Object.assign(new Error(text), { responseCode: code })
 
@@ -43,6 +54,8 @@ export interface SmtpOptions {
   readonly host: string
   readonly hostname: string
   readonly tls?: { readonly key: Buffer; readonly cert: Buffer } | undefined
+  /** Connections at once from one client address (MaxConnectionsPerAddress when omitted; 0: no limit). */
+  readonly maxConnectionsPerAddress?: number | undefined
 }
 
 export const makeSmtpServer = Effect.fnUntraced(function*(options: SmtpOptions) {
@@ -50,6 +63,7 @@ export const makeSmtpServer = Effect.fnUntraced(function*(options: SmtpOptions) 
   const context = yield* Effect.context<never>()
   const run = <A, E>(effect: Effect.Effect<A, E>) => Effect.runPromiseExit(Effect.provideContext(effect, context))
   const connections = new Map<string, number>()
+  const perAddress = options.maxConnectionsPerAddress ?? MaxConnectionsPerAddress
 
   const server = new SMTPServer({
     name: options.hostname,
@@ -72,7 +86,7 @@ export const makeSmtpServer = Effect.fnUntraced(function*(options: SmtpOptions) 
     onConnect(session, callback) {
       const address = session.remoteAddress
       const open = (connections.get(address) ?? 0) + 1
-      if (open > MaxConnectionsPerAddress) return callback(smtpError(421, "4.7.0 Too many connections from your address, try later"))
+      if (overConnectionLimit(address, open, perAddress)) return callback(smtpError(421, "4.7.0 Too many connections from your address, try later"))
       connections.set(address, open)
       callback()
     },
@@ -155,7 +169,14 @@ export const IngestLive = Layer.unwrap(Effect.gen(function*() {
   const tls = Option.isSome(certFile) && Option.isSome(keyFile)
     ? { cert: readFileSync(certFile.value), key: readFileSync(keyFile.value) }
     : undefined
-  return smtpListener({ port: config.smtpPort, host: config.host, hostname: new URL(config.siteUrl).hostname, tls }).pipe(
+  const maxConnectionsPerAddress = yield* Config.Int("BURNBOX_SMTP_MAX_CONNECTIONS_PER_ADDRESS").pipe(
+    Config.withDefault(MaxConnectionsPerAddress),
+    Effect.orDie
+  )
+  if (maxConnectionsPerAddress < 0) {
+    return yield* new StartupFailure({ message: `BURNBOX_SMTP_MAX_CONNECTIONS_PER_ADDRESS must be 0 (no limit) or more; it is ${maxConnectionsPerAddress}` })
+  }
+  return smtpListener({ port: config.smtpPort, host: config.host, hostname: new URL(config.siteUrl).hostname, tls, maxConnectionsPerAddress }).pipe(
     Layer.tap(() => Effect.logInfo(`SMTP ingest listening on ${config.host}:${config.smtpPort}${tls ? " (STARTTLS)" : ""}`))
   )
 }))

@@ -8,7 +8,7 @@
 import { Alias, CandidateReservation } from "@burnbox/domain"
 import { expectShape, type Harness, type Session, startHarness, type SmtpReply, SmtpClient } from "@burnbox/testkit"
 import { Schema } from "effect"
-import { MaxConnectionsPerAddress } from "@burnbox/ingest"
+import { MaxConnectionsPerAddress, overConnectionLimit } from "@burnbox/ingest"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 
 let h: Harness
@@ -185,6 +185,26 @@ describe("connections", () => {
     } finally {
       await Promise.all(open.map((c) => c.quit()))
     }
+  })
+
+  it("takes a CI fleet's connections from the machine itself (127.0.0.1) beyond the per-address limit", async () => {
+    const fleet = MaxConnectionsPerAddress * 3
+    const open = await Promise.all(Array.from({ length: fleet }, () => SmtpClient.open(h.smtpPort, "127.0.0.1")))
+    try {
+      const greetings = await Promise.all(open.map((c) => c.read()))
+      expect(greetings.map((g) => g.code)).toEqual(Array.from({ length: fleet }, () => 220))
+    } finally {
+      await Promise.all(open.map((c) => c.quit()))
+    }
+  })
+
+  it("holds other addresses to the configured limit; 0 is no limit", () => {
+    expect(overConnectionLimit("203.0.113.9", 20, 20)).toBe(false)
+    expect(overConnectionLimit("203.0.113.9", 21, 20)).toBe(true)
+    expect(overConnectionLimit("127.0.0.7", 6, 5)).toBe(true)
+    expect(overConnectionLimit("::1", 500, 20)).toBe(false)
+    expect(overConnectionLimit("::ffff:127.0.0.1", 500, 20)).toBe(false)
+    expect(overConnectionLimit("203.0.113.9", 10_000, 0)).toBe(false)
   })
 })
 

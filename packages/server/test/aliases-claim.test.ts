@@ -454,6 +454,31 @@ describe("concurrent claims (spec 3.1)", () => {
     expect(reservations.map((a) => a.status).sort()).toEqual([200, 200, 200, 409, 409, 409, 409, 409])
     for (const answer of reservations.filter((a) => a.status === 409)) expectProblem(answer, 409, "reservation_cap")
   })
+
+  it("concurrent claims and a resume of one account never pass the active alias cap", async () => {
+    const session = await h.signup({ plan: "pro" })
+    const token = await h.createToken(session, ["read", "manage-aliases"])
+    const claimOne = async () => {
+      const reservation = await reserved({ token })
+      return claim({ token }, { aliasId: reservation.candidates[0]!.id, reservationToken: reservation.reservationToken })
+    }
+    const first = await claimOne()
+    expect(first.status, first.text).toBe(201)
+    const paused = await h.request(`/aliases/${first.body.id}`, { method: "PATCH", token, body: { action: "pause" } })
+    expect(paused.status, paused.text).toBe(200)
+    await h.query(`UPDATE accounts SET overrides = '{"activeAliasCap": 3, "candidateShufflesUnlimited": true}' WHERE id = $1`, [session.accountId])
+    // Three live reservations (as many as the cap allows), claimed at once while the paused alias
+    // resumes: three places are free, four ask for them.
+    const reservations = await Promise.all(Array.from({ length: 3 }, () => reserved({ token })))
+    const answers = await Promise.all([
+      ...reservations.map((r) => claim({ token }, { aliasId: r.candidates[0]!.id, reservationToken: r.reservationToken })),
+      h.request(`/aliases/${first.body.id}`, { method: "PATCH", token, body: { action: "resume" } })
+    ])
+    const granted = answers.filter((a) => a.status === 200 || a.status === 201)
+    expect(granted, answers.map((a) => a.text).join("\n")).toHaveLength(3)
+    for (const answer of answers.filter((a) => a.status !== 200 && a.status !== 201)) expectProblem(answer, 409, "active_alias_cap")
+    expect(await me({ token })).toMatchObject({ activeAliasCount: 3 })
+  })
 })
 
 describe("a claimed address is never handed out again (spec 2.9: never-claimed candidates)", () => {

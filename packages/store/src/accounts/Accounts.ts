@@ -12,6 +12,7 @@ import {
 } from "@burnbox/domain"
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient, SqlSchema, type Statement } from "effect/sql"
+import { lockAccountFor } from "../platform/AccountLocks.ts"
 import { IdRow } from "../platform/Rows.ts"
 import { now } from "../platform/Time.ts"
 import { pgJson } from "../platform/PgText.ts"
@@ -176,6 +177,9 @@ export class Accounts extends Context.Service<Accounts, {
     /** Changes the plan row or overrides of an account with `update`, then applies the change's effects; one transaction. */
     const changeWith = (id: number, update: Statement.Statement<unknown>) =>
       sql.withTransaction(Effect.gen(function*() {
+        // Lock order (platform/AccountLocks.ts): the effects that count aliases take the alias
+        // counts lock, which comes before the account row.
+        yield* lockAccountFor(sql, "aliasCounts", id).pipe(Effect.orDie)
         const before: PlanEntitlements = yield* entitlements.lock(id)
         yield* update
         const after = yield* entitlements.of(id)

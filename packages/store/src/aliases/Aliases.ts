@@ -34,6 +34,7 @@ import { cryptoRandom, generateLocalPart, type LocalPartStyle, type RandomSource
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient, SqlSchema, type Statement } from "effect/sql"
 import { DomainRow } from "../domains/Domains.ts"
+import { lockAccountFor } from "../platform/AccountLocks.ts"
 import { Keyring, randomSecret } from "../platform/Keyring.ts"
 import { CountRow, decodeRows, IdRow } from "../platform/Rows.ts"
 import { appendEvent } from "../webhooks/Outbox.ts"
@@ -251,13 +252,16 @@ export class Aliases extends Context.Service<Aliases, {
       Request: Schema.Int,
       Result: AccountPlanRow,
       execute: (accountId) =>
-        sql`
-        SELECT ${entitlements.column("a")} AS plan, a.aliases_lifetime_claimed FROM accounts a
-        WHERE a.id = ${accountId} FOR NO KEY UPDATE OF a`
+        sql`SELECT ${entitlements.column("a")} AS plan, a.aliases_lifetime_claimed FROM accounts a WHERE a.id = ${accountId}`
     })
-    /** The owner's plan and lifetime claims, its account row locked until the transaction ends. */
+    /**
+     * The owner's plan and lifetime claims, read under the account's alias counts lock (held until
+     * the transaction ends): what a resume, a timer or a plan change decides from them stays true
+     * until it commits. Take it before locking any of the account's alias rows.
+     */
     const entitlementsOf = (accountId: number) =>
-      accountPlan(accountId).pipe(
+      lockAccountFor(sql, "aliasCounts", accountId).pipe(
+        Effect.andThen(accountPlan(accountId)),
         Effect.orDie,
         Effect.map((row) => ({ ...row, resolved: row.plan }))
       )
@@ -296,12 +300,15 @@ export class Aliases extends Context.Service<Aliases, {
       execute: (domainId) => sql`
         SELECT id, name, state, tier FROM domains WHERE id = ${domainId}`
     })
-    const insertReservation = SqlSchema.findOne({
-      Request: Schema.Struct({ accountId: Schema.Int, digest: Schema.Uint8Array, expiresAt: Schema.Date }),
+    /** A new reservation, when the account's live ones are under `cap` (counted under the reservations lock). */
+    const insertReservationUnderCap = SqlSchema.findOneOption({
+      Request: Schema.Struct({ accountId: Schema.Int, digest: Schema.Uint8Array, expiresAt: Schema.Date, at: Schema.Date, cap: Schema.Int }),
       Result: IdRow,
-      execute: ({ accountId, digest, expiresAt }) => sql`
+      execute: ({ accountId, at, cap, digest, expiresAt }) => sql`
           INSERT INTO alias_reservations (account_id, token_digest, expires_at)
-          VALUES (${accountId}, ${digest}, ${expiresAt}) RETURNING id`
+          SELECT ${accountId}, ${digest}, ${expiresAt}
+          WHERE (SELECT count(*) FROM alias_reservations WHERE account_id = ${accountId} AND ended_at IS NULL AND expires_at > ${at}) < ${cap}
+          RETURNING id`
     })
     const insertCandidates = SqlSchema.findAll({
       Request: Schema.Struct({
@@ -318,13 +325,6 @@ export class Aliases extends Context.Service<Aliases, {
             FROM jsonb_array_elements_text(${pgJson(localParts)}::jsonb) AS l
             ON CONFLICT (domain_id, local_key) DO NOTHING
             RETURNING id, local_part`
-    })
-
-    const countLiveReservations = SqlSchema.findOne({
-      Request: Schema.Struct({ accountId: Schema.Int, at: Schema.Date }),
-      Result: CountRow,
-      execute: ({ accountId, at }) => sql`
-          SELECT count(*)::int AS n FROM alias_reservations WHERE account_id = ${accountId} AND ended_at IS NULL AND expires_at > ${at}`
     })
 
     const reserve = Effect.fn("Aliases.reserve")(function*(accountId: number, input: { domainId: number; style: LocalPartStyle }) {
@@ -349,11 +349,13 @@ export class Aliases extends Context.Service<Aliases, {
       const expiresAt = new Date(at.getTime() + ReservationLifetimeMs)
       const candidates = yield* sql.withTransaction(Effect.gen(function*() {
         // Reservations are independent: each lives its ten minutes unless claimed or released. The
-        // account's row lock makes counting the live ones and adding this one a single step.
-        yield* sql`SELECT id FROM accounts WHERE id = ${accountId} FOR NO KEY UPDATE`
-        const { n: live } = yield* countLiveReservations({ accountId, at })
-        if (live >= liveReservationCap(resolved)) return yield* new ReservationCapReached({ limit: liveReservationCap(resolved) })
-        const reservation = yield* insertReservation({ accountId, digest: tokenDigest(token), expiresAt })
+        // account's reservations lock makes counting the live ones and adding this one a single
+        // step, without waiting on the account row (claims and mail delivery lock that).
+        yield* lockAccountFor(sql, "reservations", accountId)
+        const cap = liveReservationCap(resolved)
+        const underCap = yield* insertReservationUnderCap({ accountId, digest: tokenDigest(token), expiresAt, at, cap })
+        if (Option.isNone(underCap)) return yield* new ReservationCapReached({ limit: cap })
+        const reservation = underCap.value
         const picked: Array<{ id: number; localPart: string }> = []
         for (let round = 0; picked.length < CandidatesPerReservation && round < 20; round++) {
           const wanted = new Set<string>()
@@ -402,25 +404,49 @@ export class Aliases extends Context.Service<Aliases, {
           SELECT id, expires_at, ended_at FROM alias_reservations
           WHERE account_id = ${accountId} AND token_digest = ${digest}`
     })
+    /** The reserved candidate of a reservation, locked, with its domain's state. */
     const reservedCandidate = SqlSchema.findOneOption({
       Request: Schema.Struct({ aliasId: Schema.Int, reservationId: Schema.Int }),
-      Result: Schema.Struct({ id: Schema.Int, domain_id: Schema.Int }),
+      Result: Schema.Struct({ id: Schema.Int, domain_id: Schema.Int, state: DomainState, tier: DomainTier }),
       execute: ({ aliasId, reservationId }) => sql`
-          SELECT id, domain_id FROM aliases
-          WHERE id = ${aliasId} AND reservation_id = ${reservationId} AND status = 'reserved' FOR NO KEY UPDATE`
+          SELECT al.id, al.domain_id, d.state, d.tier FROM aliases al JOIN domains d ON d.id = al.domain_id
+          WHERE al.id = ${aliasId} AND al.reservation_id = ${reservationId} AND al.status = 'reserved' FOR NO KEY UPDATE OF al`
     })
-    const domainStateOf = SqlSchema.findOne({
-      Request: Schema.Int,
-      Result: Schema.Struct({ state: DomainState, tier: DomainTier }),
-      execute: (domainId) => sql`SELECT state, tier FROM domains WHERE id = ${domainId}`
-    })
-    const claimedSince = SqlSchema.findOne({
+    /** What a claim is counted against, in one read: the plan, lifetime claims, active aliases, claims since `since`. */
+    const claimCounts = SqlSchema.findOne({
       Request: Schema.Struct({ accountId: Schema.Int, since: Schema.Date }),
-      Result: Schema.Struct({ today: Schema.Int }),
+      Result: Schema.Struct({ ...AccountPlanRow.fields, active: Schema.Int, today: Schema.Int }),
       execute: ({ accountId, since }) => sql`
-          SELECT count(*)::int AS today FROM aliases WHERE account_id = ${accountId} AND claimed_at >= ${since}`
+          SELECT ${entitlements.column("a")} AS plan, a.aliases_lifetime_claimed,
+                 (SELECT count(*)::int FROM aliases WHERE account_id = a.id AND status = 'active') AS active,
+                 (SELECT count(*)::int FROM aliases WHERE account_id = a.id AND claimed_at >= ${since}) AS today
+          FROM accounts a WHERE a.id = ${accountId}`
     })
+    /** The claimed candidate becomes active; its reservation ends and frees its other candidates. */
+    const activateCandidate = (input: {
+      readonly aliasId: number
+      readonly reservationId: number
+      readonly at: Date
+      readonly label: string | null
+      readonly note: string | null
+      readonly selfDestructAt: Date | null
+    }) =>
+      sql`
+        WITH claimed AS (
+          UPDATE aliases SET status = 'active', reservation_id = NULL, claimed_at = ${input.at}, label = ${input.label},
+                 note = ${input.note}, self_destruct_at = ${input.selfDestructAt}
+          WHERE id = ${input.aliasId}
+        ), ended AS (
+          UPDATE alias_reservations SET ended_at = ${input.at} WHERE id = ${input.reservationId} AND ended_at IS NULL
+        )
+        DELETE FROM aliases WHERE status = 'reserved' AND reservation_id = ${input.reservationId} AND id <> ${input.aliasId}`
 
+    /**
+     * A claim: every check and write in one transaction under the account's alias counts lock
+     * (claims, resumes and plan changes count active aliases under it), in few round trips; the
+     * account row is locked only by the lifetime counter's update, the last statement, so mail
+     * arriving for the account's other aliases waits on a claim for one commit at most.
+     */
     const claim = Effect.fn("Aliases.claim")(function*(accountId: number, input: {
       aliasId: number
       reservationToken: string
@@ -430,46 +456,47 @@ export class Aliases extends Context.Service<Aliases, {
     }) {
       const at = yield* now
       const selfDestructAt = input.selfDestructAt === undefined || input.selfDestructAt === null ? null : new Date(input.selfDestructAt)
+      const dayStart = startOfUtcDay(at)
       return yield* sql.withTransaction(Effect.gen(function*() {
-        const account = yield* entitlementsOf(accountId)
-        const plan = account.resolved
-        const found = yield* reservationOf({ accountId, digest: tokenDigest(input.reservationToken) }).pipe(Effect.orDie)
+        yield* lockAccountFor(sql, "aliasCounts", accountId)
+        const found = yield* reservationOf({ accountId, digest: tokenDigest(input.reservationToken) })
         const reservation = Option.getOrUndefined(found)
         if (reservation === undefined || reservation.ended_at !== null || reservation.expires_at <= at) {
           return yield* Effect.fail(new ReservationUnavailable())
         }
-        const reserved = yield* reservedCandidate({ aliasId: input.aliasId, reservationId: reservation.id }).pipe(Effect.orDie)
+        const reserved = yield* reservedCandidate({ aliasId: input.aliasId, reservationId: reservation.id })
         if (Option.isNone(reserved)) {
           return yield* Effect.fail(new CandidateNotReserved({ aliasId: input.aliasId }))
         }
         const candidate = reserved.value
-        const domain = yield* domainStateOf(candidate.domain_id).pipe(Effect.orDie)
-        if (domain.tier === "premium_only" && !plan.earlyAccessDomains) {
+        const counts = yield* claimCounts({ accountId, since: dayStart }).pipe(Effect.orDie)
+        const plan = counts.plan
+        if (candidate.tier === "premium_only" && !plan.earlyAccessDomains) {
           return yield* Effect.fail(new FeatureNotInPlan({ feature: "earlyAccessDomains" }))
         }
-        if (domain.state !== "active") return yield* Effect.fail(new DomainRetired({ domainId: candidate.domain_id }))
+        if (candidate.state !== "active") return yield* Effect.fail(new DomainRetired({ domainId: candidate.domain_id }))
         if (selfDestructAt !== null) {
           if (!plan.selfDestructTimers) return yield* Effect.fail(new FeatureNotInPlan({ feature: "selfDestructTimers" }))
           if (!(selfDestructAt > at)) return yield* Effect.fail(new SelfDestructNotInFuture({ selfDestructAt: input.selfDestructAt! }))
         }
-        if ((yield* activeCount(accountId)) >= plan.activeAliasCap) {
+        if (counts.active >= plan.activeAliasCap) {
           return yield* Effect.fail(new ActiveAliasCapReached({ limit: plan.activeAliasCap }))
         }
-        if (account.aliases_lifetime_claimed >= plan.aliasLifetimeCap) {
+        if (counts.aliases_lifetime_claimed >= plan.aliasLifetimeCap) {
           return yield* Effect.fail(new AliasLifetimeCapReached({ limit: plan.aliasLifetimeCap }))
         }
-        const dayStart = startOfUtcDay(at)
-        const { today } = yield* claimedSince({ accountId, since: dayStart }).pipe(Effect.orDie)
-        if (today >= plan.claimsPerDay) {
+        if (counts.today >= plan.claimsPerDay) {
           const retryAfter = Math.ceil((dayStart.getTime() + 86_400_000 - at.getTime()) / 1000)
           return yield* Effect.fail(new DailyClaimLimitReached({ limit: plan.claimsPerDay, retryAfter }))
         }
-        yield* sql`
-          UPDATE aliases SET status = 'active', reservation_id = NULL, claimed_at = ${at}, label = ${input.label ?? null},
-                 note = ${input.note ?? null}, self_destruct_at = ${selfDestructAt}
-          WHERE id = ${candidate.id}`.pipe(Effect.orDie)
-        yield* sql`UPDATE accounts SET aliases_lifetime_claimed = aliases_lifetime_claimed + 1 WHERE id = ${accountId}`.pipe(Effect.orDie)
-        yield* endReservations(accountId, at, reservation.id)
+        yield* activateCandidate({
+          aliasId: candidate.id,
+          reservationId: reservation.id,
+          at,
+          label: input.label ?? null,
+          note: input.note ?? null,
+          selfDestructAt
+        })
         const row = yield* owned(accountId, candidate.id).pipe(Effect.orDie)
         yield* appendEvent(sql, {
           accountId,
@@ -478,8 +505,9 @@ export class Aliases extends Context.Service<Aliases, {
           time: at,
           data: { alias: eventAlias(row), claimed_at: at.toISOString(), ...(selfDestructAt ? { self_destruct_at: selfDestructAt.toISOString() } : {}) }
         })
+        yield* sql`UPDATE accounts SET aliases_lifetime_claimed = aliases_lifetime_claimed + 1 WHERE id = ${accountId}`
         return toAlias(row)
-      })).pipe(Effect.catchTag("SqlError", Effect.die))
+      })).pipe(Effect.catchTag(["SqlError", "SchemaError"], Effect.die))
     })
 
     /** Moves a locked alias to `to`; inside the caller's transaction. */
@@ -514,6 +542,8 @@ export class Aliases extends Context.Service<Aliases, {
     }, to: Transition | undefined) {
       const at = yield* now
       return yield* sql.withTransaction(Effect.gen(function*() {
+        // A resume counts active aliases: the alias counts lock comes before the alias row's.
+        if (to === "resume") yield* entitlementsOf(accountId)
         yield* owned(accountId, id, true)
         if (input.label !== undefined || input.note !== undefined) {
           yield* sql`
@@ -545,8 +575,8 @@ export class Aliases extends Context.Service<Aliases, {
       const at = yield* now
       const deadline = new Date(atInput)
       return yield* sql.withTransaction(Effect.gen(function*() {
-        const row = yield* owned(accountId, id, true)
         const { resolved } = yield* entitlementsOf(accountId)
+        const row = yield* owned(accountId, id, true)
         if (!resolved.selfDestructTimers) return yield* Effect.fail(new FeatureNotInPlan({ feature: "selfDestructTimers" }))
         if (row.status === "burned") return yield* Effect.fail(new AliasBurned({ aliasId: id, refused: "timerChange" }))
         if (!(deadline > at)) return yield* Effect.fail(new SelfDestructNotInFuture({ selfDestructAt: atInput }))
