@@ -140,6 +140,9 @@ const retryingUntil = <A>(deadline: number, attempt: Effect.Effect<A, BurnboxPro
 const isPending = (message: { readonly processingStatus: string }) =>
   message.processingStatus === "stub" || message.processingStatus === "processing"
 
+/** A refusal of a reservation that a stale domain list may explain: the domain is gone, retired, or no longer open to the plan. */
+const staleDomain = (problem: BurnboxProblem) => problem.status === 404 || problem.status === 403 || problem.code === "domain_retired"
+
 /** Builds the client on the HttpClient in context (fetch in `layer`). */
 export const make = Effect.fnUntraced(function*(options: ClientOptions) {
   const token = options.token === undefined
@@ -193,9 +196,6 @@ export const make = Effect.fnUntraced(function*(options: ClientOptions) {
     }
     return yield* problems(raw.aliases.reserve({ payload: { domainId: domain.id, style: createOptions.style ?? "words" } }))
   })
-
-  /** A refusal that a stale domain list may explain: the domain is gone, retired, or no longer open to the plan. */
-  const staleDomain = (problem: BurnboxProblem) => problem.status === 404 || problem.status === 403 || problem.code === "domain_retired"
 
   const create = Effect.fn("BurnboxClient.aliases.create")(function*(createOptions: CreateAliasOptions = {}) {
     const reservation = yield* reserveOn(createOptions, false).pipe(

@@ -37,7 +37,7 @@ import { DomainRow } from "../domains/Domains.ts"
 import { lockAccountFor } from "../platform/AccountLocks.ts"
 import { Keyring, randomSecret } from "../platform/Keyring.ts"
 import { CountRow, decodeRows, IdRow } from "../platform/Rows.ts"
-import { appendEvent } from "../webhooks/Outbox.ts"
+import { appendEvent, eventRecord, insertEventRecords, type NewEvent, OutboxChannel } from "../webhooks/Outbox.ts"
 import { RateLimiter } from "../platform/RateLimiter.ts"
 import { now } from "../platform/Time.ts"
 import { pgJson } from "../platform/PgText.ts"
@@ -100,7 +100,6 @@ const decodeSharedRows = decodeRows(SharedAliasRow)
 /** The owner's plan, and how many aliases the account ever claimed. */
 const AccountPlanRow = Schema.Struct({ plan: ResolvedPlan, aliases_lifetime_claimed: Schema.Int })
 
-const ReservationRow = Schema.Struct({ id: Schema.Int, expires_at: Schema.Date, ended_at: Schema.NullOr(Schema.Date) })
 
 /** A reservation's token, as its digest, of an account. */
 const TokenOf = Schema.Struct({ accountId: Schema.Int, digest: Schema.Uint8Array })
@@ -300,15 +299,41 @@ export class Aliases extends Context.Service<Aliases, {
       execute: (domainId) => sql`
         SELECT id, name, state, tier FROM domains WHERE id = ${domainId}`
     })
-    /** A new reservation, when the account's live ones are under `cap` (counted under the reservations lock). */
-    const insertReservationUnderCap = SqlSchema.findOneOption({
-      Request: Schema.Struct({ accountId: Schema.Int, digest: Schema.Uint8Array, expiresAt: Schema.Date, at: Schema.Date, cap: Schema.Int }),
-      Result: IdRow,
-      execute: ({ accountId, at, cap, digest, expiresAt }) => sql`
-          INSERT INTO alias_reservations (account_id, token_digest, expires_at)
-          SELECT ${accountId}, ${digest}, ${expiresAt}
-          WHERE (SELECT count(*) FROM alias_reservations WHERE account_id = ${accountId} AND ended_at IS NULL AND expires_at > ${at}) < ${cap}
-          RETURNING id`
+    /**
+     * A new reservation with its first candidates, in one statement, when the account's live
+     * reservations are under `cap` (counted under the reservations lock); candidates whose
+     * address is taken are skipped (ON CONFLICT), and the caller draws again for them.
+     */
+    const insertReservationUnderCap = SqlSchema.findOne({
+      Request: Schema.Struct({
+        accountId: Schema.Int,
+        digest: Schema.Uint8Array,
+        expiresAt: Schema.Date,
+        at: Schema.Date,
+        cap: Schema.Int,
+        domainId: Schema.Int,
+        style: AliasStyle,
+        localParts: Schema.Array(Schema.String)
+      }),
+      Result: Schema.Struct({
+        reservation_id: Schema.NullOr(Schema.Int),
+        candidates: Schema.Array(Schema.Struct({ id: Schema.Int, local_part: Schema.String }))
+      }),
+      execute: ({ accountId, at, cap, digest, domainId, expiresAt, localParts, style }) => sql`
+          WITH reservation AS (
+            INSERT INTO alias_reservations (account_id, token_digest, expires_at)
+            SELECT ${accountId}, ${digest}, ${expiresAt}
+            WHERE (SELECT count(*) FROM alias_reservations WHERE account_id = ${accountId} AND ended_at IS NULL AND expires_at > ${at}) < ${cap}
+            RETURNING id
+          ), candidate AS (
+            INSERT INTO aliases (account_id, domain_id, local_part, local_key, style, status, reservation_id)
+            SELECT ${accountId}, ${domainId}, l, l, ${style}, 'reserved', r.id
+            FROM reservation r, jsonb_array_elements_text(${pgJson(localParts)}::jsonb) AS l
+            ON CONFLICT (domain_id, local_key) DO NOTHING
+            RETURNING id, local_part
+          )
+          SELECT (SELECT id FROM reservation) AS reservation_id,
+                 coalesce((SELECT json_agg(json_build_object('id', id, 'local_part', local_part)) FROM candidate), '[]'::json) AS candidates`
     })
     const insertCandidates = SqlSchema.findAll({
       Request: Schema.Struct({
@@ -353,20 +378,31 @@ export class Aliases extends Context.Service<Aliases, {
         // step, without waiting on the account row (claims and mail delivery lock that).
         yield* lockAccountFor(sql, "reservations", accountId)
         const cap = liveReservationCap(resolved)
-        const underCap = yield* insertReservationUnderCap({ accountId, digest: tokenDigest(token), expiresAt, at, cap })
-        if (Option.isNone(underCap)) return yield* new ReservationCapReached({ limit: cap })
-        const reservation = underCap.value
-        const picked: Array<{ id: number; localPart: string }> = []
-        for (let round = 0; picked.length < CandidatesPerReservation && round < 20; round++) {
+        const draw = (count: number) => {
           const wanted = new Set<string>()
-          while (wanted.size < (CandidatesPerReservation - picked.length) * 2) wanted.add(generateLocalPart(input.style, random))
-          const locals = [...wanted]
+          while (wanted.size < count) wanted.add(generateLocalPart(input.style, random))
+          return [...wanted]
+        }
+        const first = yield* insertReservationUnderCap({
+          accountId,
+          digest: tokenDigest(token),
+          expiresAt,
+          at,
+          cap,
+          domainId: domain.id,
+          style: input.style,
+          localParts: draw(CandidatesPerReservation)
+        })
+        if (first.reservation_id === null) return yield* new ReservationCapReached({ limit: cap })
+        const picked = first.candidates.map((row) => ({ id: row.id, localPart: row.local_part }))
+        // Taken addresses were skipped: draw again for them (rare).
+        for (let round = 0; picked.length < CandidatesPerReservation && round < 20; round++) {
           const inserted = yield* insertCandidates({
             accountId,
             domainId: domain.id,
             style: input.style,
-            reservationId: reservation.id,
-            localParts: locals.slice(0, CandidatesPerReservation - picked.length)
+            reservationId: first.reservation_id,
+            localParts: draw(CandidatesPerReservation - picked.length)
           })
           for (const row of inserted) picked.push({ id: row.id, localPart: row.local_part })
         }
@@ -397,55 +433,82 @@ export class Aliases extends Context.Service<Aliases, {
       return yield* endReservations(accountId, at, reservation.value.id).pipe(sql.withTransaction, Effect.orDie)
     })
 
-    const reservationOf = SqlSchema.findOneOption({
-      Request: TokenOf,
-      Result: ReservationRow,
-      execute: ({ accountId, digest }) => sql`
-          SELECT id, expires_at, ended_at FROM alias_reservations
-          WHERE account_id = ${accountId} AND token_digest = ${digest}`
-    })
-    /** The reserved candidate of a reservation, locked, with its domain's state. */
-    const reservedCandidate = SqlSchema.findOneOption({
-      Request: Schema.Struct({ aliasId: Schema.Int, reservationId: Schema.Int }),
-      Result: Schema.Struct({ id: Schema.Int, domain_id: Schema.Int, state: DomainState, tier: DomainTier }),
-      execute: ({ aliasId, reservationId }) => sql`
-          SELECT al.id, al.domain_id, d.state, d.tier FROM aliases al JOIN domains d ON d.id = al.domain_id
-          WHERE al.id = ${aliasId} AND al.reservation_id = ${reservationId} AND al.status = 'reserved' FOR NO KEY UPDATE OF al`
-    })
-    /** What a claim is counted against, in one read: the plan, lifetime claims, active aliases, claims since `since`. */
-    const claimCounts = SqlSchema.findOne({
-      Request: Schema.Struct({ accountId: Schema.Int, since: Schema.Date }),
-      Result: Schema.Struct({ ...AccountPlanRow.fields, active: Schema.Int, today: Schema.Int }),
-      execute: ({ accountId, since }) => sql`
+    /**
+     * What a claim is decided on, in one read: the reservation its token names, the candidate
+     * (reserved by it) with its domain, the owner's plan, lifetime claims, active aliases and
+     * claims since `since`. Null columns where the reservation or the candidate is not found.
+     */
+    const claimFacts = SqlSchema.findOne({
+      Request: Schema.Struct({ accountId: Schema.Int, digest: Schema.Uint8Array, aliasId: Schema.Int, since: Schema.Date }),
+      Result: Schema.Struct({
+        ...AccountPlanRow.fields,
+        active: Schema.Int,
+        today: Schema.Int,
+        reservation_id: Schema.NullOr(Schema.Int),
+        expires_at: Schema.NullOr(Schema.Date),
+        ended_at: Schema.NullOr(Schema.Date),
+        candidate_id: Schema.NullOr(Schema.Int),
+        local_part: Schema.NullOr(Schema.String),
+        domain_id: Schema.NullOr(Schema.Int),
+        domain_name: Schema.NullOr(Schema.String),
+        state: Schema.NullOr(DomainState),
+        tier: Schema.NullOr(DomainTier)
+      }),
+      execute: ({ accountId, aliasId, digest, since }) => sql`
           SELECT ${entitlements.column("a")} AS plan, a.aliases_lifetime_claimed,
                  (SELECT count(*)::int FROM aliases WHERE account_id = a.id AND status = 'active') AS active,
-                 (SELECT count(*)::int FROM aliases WHERE account_id = a.id AND claimed_at >= ${since}) AS today
-          FROM accounts a WHERE a.id = ${accountId}`
+                 (SELECT count(*)::int FROM aliases WHERE account_id = a.id AND claimed_at >= ${since}) AS today,
+                 r.id AS reservation_id, r.expires_at, r.ended_at,
+                 c.id AS candidate_id, c.local_part, d.id AS domain_id, d.name AS domain_name, d.state, d.tier
+          FROM accounts a
+          LEFT JOIN alias_reservations r ON r.account_id = a.id AND r.token_digest = ${digest}
+          LEFT JOIN aliases c ON c.id = ${aliasId} AND c.reservation_id = r.id AND c.status = 'reserved'
+          LEFT JOIN domains d ON d.id = c.domain_id
+          WHERE a.id = ${accountId}`
     })
-    /** The claimed candidate becomes active; its reservation ends and frees its other candidates. */
-    const activateCandidate = (input: {
+
+    /**
+     * The claim's writes, one statement: the candidate becomes active, its reservation ends and
+     * frees its other candidates, the lifetime counter counts it, the event is appended (and
+     * notified). Answers false, writing nothing, when the candidate or its reservation was let go
+     * meanwhile (a release); the account row is locked only from here to the commit.
+     */
+    const claimWrites = (input: {
+      readonly accountId: number
       readonly aliasId: number
       readonly reservationId: number
       readonly at: Date
       readonly label: string | null
       readonly note: string | null
       readonly selfDestructAt: Date | null
+      readonly event: NewEvent
     }) =>
       sql`
         WITH claimed AS (
           UPDATE aliases SET status = 'active', reservation_id = NULL, claimed_at = ${input.at}, label = ${input.label},
                  note = ${input.note}, self_destruct_at = ${input.selfDestructAt}
-          WHERE id = ${input.aliasId}
+          WHERE id = ${input.aliasId} AND status = 'reserved' AND reservation_id = ${input.reservationId}
+            AND EXISTS (SELECT 1 FROM alias_reservations WHERE id = ${input.reservationId} AND ended_at IS NULL)
+          RETURNING id
         ), ended AS (
-          UPDATE alias_reservations SET ended_at = ${input.at} WHERE id = ${input.reservationId} AND ended_at IS NULL
-        )
-        DELETE FROM aliases WHERE status = 'reserved' AND reservation_id = ${input.reservationId} AND id <> ${input.aliasId}`
+          UPDATE alias_reservations SET ended_at = ${input.at} WHERE id = ${input.reservationId} AND EXISTS (SELECT 1 FROM claimed)
+        ), freed AS (
+          DELETE FROM aliases WHERE status = 'reserved' AND reservation_id = ${input.reservationId} AND id <> ${input.aliasId}
+            AND EXISTS (SELECT 1 FROM claimed)
+        ), counted AS (
+          UPDATE accounts SET aliases_lifetime_claimed = aliases_lifetime_claimed + 1
+          WHERE id = ${input.accountId} AND EXISTS (SELECT 1 FROM claimed)
+        ), event AS (${insertEventRecords(sql, [eventRecord(input.event)], sql`EXISTS (SELECT 1 FROM claimed)`)})
+        SELECT EXISTS (SELECT 1 FROM claimed) AS claimed,
+               (SELECT count(*) FROM pg_notify(${OutboxChannel}, '') WHERE EXISTS (SELECT 1 FROM claimed)) AS notified`.pipe(
+        Effect.flatMap(decodeRows(Schema.Struct({ claimed: Schema.Boolean }))),
+        Effect.map(([row]) => row?.claimed === true)
+      )
 
     /**
-     * A claim: every check and write in one transaction under the account's alias counts lock
-     * (claims, resumes and plan changes count active aliases under it), in few round trips; the
-     * account row is locked only by the lifetime counter's update, the last statement, so mail
-     * arriving for the account's other aliases waits on a claim for one commit at most.
+     * A claim: decided and written in one transaction under the account's alias counts lock
+     * (claims, resumes and plan changes count active aliases under it), in two statements, so
+     * claims of one account queue for as little as possible; the alias is read back after the commit.
      */
     const claim = Effect.fn("Aliases.claim")(function*(accountId: number, input: {
       aliasId: number
@@ -457,57 +520,56 @@ export class Aliases extends Context.Service<Aliases, {
       const at = yield* now
       const selfDestructAt = input.selfDestructAt === undefined || input.selfDestructAt === null ? null : new Date(input.selfDestructAt)
       const dayStart = startOfUtcDay(at)
-      return yield* sql.withTransaction(Effect.gen(function*() {
+      const claimedId = yield* sql.withTransaction(Effect.gen(function*() {
         yield* lockAccountFor(sql, "aliasCounts", accountId)
-        const found = yield* reservationOf({ accountId, digest: tokenDigest(input.reservationToken) })
-        const reservation = Option.getOrUndefined(found)
-        if (reservation === undefined || reservation.ended_at !== null || reservation.expires_at <= at) {
+        const facts = yield* claimFacts({ accountId, digest: tokenDigest(input.reservationToken), aliasId: input.aliasId, since: dayStart })
+        if (facts.reservation_id === null || facts.ended_at !== null || facts.expires_at === null || facts.expires_at <= at) {
           return yield* Effect.fail(new ReservationUnavailable())
         }
-        const reserved = yield* reservedCandidate({ aliasId: input.aliasId, reservationId: reservation.id })
-        if (Option.isNone(reserved)) {
+        if (facts.candidate_id === null || facts.domain_id === null || facts.local_part === null || facts.domain_name === null) {
           return yield* Effect.fail(new CandidateNotReserved({ aliasId: input.aliasId }))
         }
-        const candidate = reserved.value
-        const counts = yield* claimCounts({ accountId, since: dayStart }).pipe(Effect.orDie)
-        const plan = counts.plan
-        if (candidate.tier === "premium_only" && !plan.earlyAccessDomains) {
+        const plan = facts.plan
+        if (facts.tier === "premium_only" && !plan.earlyAccessDomains) {
           return yield* Effect.fail(new FeatureNotInPlan({ feature: "earlyAccessDomains" }))
         }
-        if (candidate.state !== "active") return yield* Effect.fail(new DomainRetired({ domainId: candidate.domain_id }))
+        if (facts.state !== "active") return yield* Effect.fail(new DomainRetired({ domainId: facts.domain_id }))
         if (selfDestructAt !== null) {
           if (!plan.selfDestructTimers) return yield* Effect.fail(new FeatureNotInPlan({ feature: "selfDestructTimers" }))
           if (!(selfDestructAt > at)) return yield* Effect.fail(new SelfDestructNotInFuture({ selfDestructAt: input.selfDestructAt! }))
         }
-        if (counts.active >= plan.activeAliasCap) {
+        if (facts.active >= plan.activeAliasCap) {
           return yield* Effect.fail(new ActiveAliasCapReached({ limit: plan.activeAliasCap }))
         }
-        if (counts.aliases_lifetime_claimed >= plan.aliasLifetimeCap) {
+        if (facts.aliases_lifetime_claimed >= plan.aliasLifetimeCap) {
           return yield* Effect.fail(new AliasLifetimeCapReached({ limit: plan.aliasLifetimeCap }))
         }
-        if (counts.today >= plan.claimsPerDay) {
+        if (facts.today >= plan.claimsPerDay) {
           const retryAfter = Math.ceil((dayStart.getTime() + 86_400_000 - at.getTime()) / 1000)
           return yield* Effect.fail(new DailyClaimLimitReached({ limit: plan.claimsPerDay, retryAfter }))
         }
-        yield* activateCandidate({
-          aliasId: candidate.id,
-          reservationId: reservation.id,
-          at,
-          label: input.label ?? null,
-          note: input.note ?? null,
-          selfDestructAt
-        })
-        const row = yield* owned(accountId, candidate.id).pipe(Effect.orDie)
-        yield* appendEvent(sql, {
+        const label = input.label ?? null
+        const alias: EventAlias = { id: facts.candidate_id, address: `${facts.local_part}@${facts.domain_name}`, label }
+        const claimed = yield* claimWrites({
           accountId,
-          alias: eventAlias(row),
-          type: "alias.claimed",
-          time: at,
-          data: { alias: eventAlias(row), claimed_at: at.toISOString(), ...(selfDestructAt ? { self_destruct_at: selfDestructAt.toISOString() } : {}) }
+          aliasId: facts.candidate_id,
+          reservationId: facts.reservation_id,
+          at,
+          label,
+          note: input.note ?? null,
+          selfDestructAt,
+          event: {
+            accountId,
+            alias,
+            type: "alias.claimed",
+            time: at,
+            data: { alias, claimed_at: at.toISOString(), ...(selfDestructAt ? { self_destruct_at: selfDestructAt.toISOString() } : {}) }
+          }
         })
-        yield* sql`UPDATE accounts SET aliases_lifetime_claimed = aliases_lifetime_claimed + 1 WHERE id = ${accountId}`
-        return toAlias(row)
-      })).pipe(Effect.catchTag(["SqlError", "SchemaError"], Effect.die))
+        if (!claimed) return yield* Effect.fail(new ReservationUnavailable())
+        return facts.candidate_id
+      })).pipe(Effect.catchTag(["SqlError", "SchemaError", "NoSuchElementError"], Effect.die))
+      return toAlias(yield* owned(accountId, claimedId).pipe(Effect.orDie))
     })
 
     /** Moves a locked alias to `to`; inside the caller's transaction. */
