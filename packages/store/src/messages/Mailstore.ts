@@ -93,7 +93,8 @@ export const destroyMessages = ({ blobs, search, sql }: MessageStores, victims: 
       entry.unread += v.unread ? 1 : 0
       byAlias.set(v.alias_id, entry)
     }
-    for (const [aliasId, freed] of byAlias) {
+    // In alias id order, as every writer of alias rows takes them.
+    for (const [aliasId, freed] of [...byAlias].sort(([a], [b]) => a - b)) {
       yield* sql`
         UPDATE aliases SET storage_used_bytes = storage_used_bytes - ${freed.bytes}, unread_count = greatest(0, unread_count - ${freed.unread})
         WHERE id = ${aliasId}`
@@ -288,6 +289,7 @@ export class Mailstore extends Context.Service<Mailstore, {
      */
     const acceptSet = (batch: ReadonlyArray<Pending>, accountIds: ReadonlyArray<number>, at: Date) =>
       Effect.gen(function*() {
+        const aliasIds = aliasesOf(batch)
         const staged = yield* blobs.stageRaw(batch.map((p) => p.raw))
         const rows = batch.flatMap((p, n) => p.input.deliveries.map((delivery) => {
           const plan = knownPlans.get(delivery.accountId)!
@@ -307,10 +309,16 @@ export class Mailstore extends Context.Service<Mailstore, {
                                  ${nullableText(rows.map((r) => r.input.clientHelo))}, ${rows.map((r) => r.expiresAt)}::timestamptz[],
                                  ${rows.map((r) => r.size)}::int4[])
               AS i(ord, n, account_id, alias_id, source, recipient, envelope_from, client_address, client_helo, expires_at, size_bytes)
+          ), aliases_locked AS (
+            -- then the batch's aliases, in id order (after the accounts: this reads the count)
+            SELECT al.id FROM aliases al
+            WHERE al.id = ANY(${aliasIds}::int4[]) AND (SELECT count(*) FROM locked) = ${accountIds.length}
+            ORDER BY al.id FOR NO KEY UPDATE OF al
           ), ids AS (
-            -- every account locked first (the count reads them all), so batches never deadlock
+            -- every account and alias locked first (the counts read them all), in id order, so
+            -- batches, the pipeline and reader actions that lock aliases in id order never deadlock
             SELECT ord, nextval(pg_get_serial_sequence('messages', 'id'))::int4 AS id FROM input
-            WHERE (SELECT count(*) FROM locked) = ${accountIds.length}
+            WHERE (SELECT count(*) FROM locked) = ${accountIds.length} AND (SELECT count(*) FROM aliases_locked) >= 0
           ), message AS (
             INSERT INTO messages (id, account_id, alias_id, source, recipient, envelope_from, client_address, client_helo,
                                   received_at, expires_at, size_bytes)
@@ -366,6 +374,8 @@ export class Mailstore extends Context.Service<Mailstore, {
     const pending = yield* Queue.unbounded<Pending>()
     const accountsOf = (batch: ReadonlyArray<Pending>) =>
       [...new Set(batch.flatMap((p) => p.input.deliveries.map((d) => d.accountId)))].sort((a, b) => a - b)
+    const aliasesOf = (batch: ReadonlyArray<Pending>) =>
+      [...new Set(batch.flatMap((p) => p.input.deliveries.map((d) => d.aliasId)))].sort((a, b) => a - b)
     const setBased = (batch: ReadonlyArray<Pending>, at: Date) =>
       sql.withTransaction(acceptSet(batch, accountsOf(batch), at))
     const messageByMessage = (batch: ReadonlyArray<Pending>, at: Date) =>
@@ -376,6 +386,9 @@ export class Mailstore extends Context.Service<Mailstore, {
           FROM accounts a
           WHERE a.id IN ${sql.in(accountIds)} ORDER BY a.id FOR NO KEY UPDATE OF a`.pipe(Effect.flatMap(lockedRows))
         for (const a of accounts) knownPlans.set(a.id, quotaOf(a).plan)
+        // The aliases next, in id order (as the set-based statement locks them).
+        const aliasIds = aliasesOf(batch)
+        if (aliasIds.length > 0) yield* sql`SELECT id FROM aliases WHERE id IN ${sql.in(aliasIds)} ORDER BY id FOR NO KEY UPDATE`
         const staged = yield* blobs.stageRaw(batch.map((p) => p.raw))
         const results = yield* Effect.forEach(batch, (p, i) => sql.withTransaction(acceptOne(p.input, staged, i, at)).pipe(Effect.result))
         yield* blobs.unstageRaw(staged)
