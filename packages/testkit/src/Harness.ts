@@ -10,7 +10,7 @@ import { PgClient } from "@effect/sql-pg"
 import { HotReads, httpListener } from "@burnbox/server"
 import { SmtpListener, smtpListener } from "@burnbox/ingest"
 import { DnsResolver, MailWorkers, type MailWorkLimits, PipelineLive } from "@burnbox/worker"
-import { Accounts, AccountSnapshots, Aliases, Mailstore, Realtime, BurnboxConfig, DatabaseUrl, freePort, type BurnboxSettings, CandidateRandom, processApplicationName, storeLayer, withClient, withDatabase, type HostResolver, TargetResolver } from "@burnbox/store"
+import { Accounts, AccountSnapshots, Aliases, Desks, Mailstore, Realtime, BurnboxConfig, DatabaseUrl, freePort, type BurnboxSettings, CandidateRandom, processApplicationName, storeLayer, withClient, withDatabase, type HostResolver, TargetResolver } from "@burnbox/store"
 import { seededRandom } from "@burnbox/domain/aliases/index"
 import { Clock, Context, Effect, Exit, Layer, Option, Redacted, Scope } from "effect"
 import { HttpServer } from "effect/http"
@@ -78,6 +78,8 @@ export interface Harness {
     readonly sweepReservations: () => Promise<number>
     readonly reconcilePlan: (accountId: number) => Promise<{ paused: number; resumed: number }>
     readonly purgeExpired: () => Promise<number>
+    /** The retention job's part for protected desks: Sent records past 90 days. */
+    readonly purgeDeskSent: () => Promise<number>
   }
   readonly close: () => Promise<void>
 }
@@ -157,6 +159,7 @@ export const startHarness = async (
   const aliases = Context.get(context, Aliases)
   const accounts = Context.get(context, Accounts)
   const mailstore = Context.get(context, Mailstore)
+  const desks = Context.get(context, Desks)
   const smtpPort = Context.get(context, SmtpListener).port
   const hotReads = Context.get(context, HotReads)
   const realtime = Context.get(context, Realtime)
@@ -268,7 +271,8 @@ export const startHarness = async (
       runTimers: () => runInHarness(aliases.runTimers),
       sweepReservations: () => runInHarness(aliases.sweepReservations),
       reconcilePlan: (accountId) => runInHarness(aliases.reconcilePlan(accountId)),
-      purgeExpired: () => runInHarness(mailstore.purgeExpired)
+      purgeExpired: () => runInHarness(mailstore.purgeExpired),
+      purgeDeskSent: () => runInHarness(desks.purgeSent)
     },
     close: async () => {
       await pool.end()

@@ -1,0 +1,79 @@
+/**
+ * The one way mail leaves burnbox: nodemailer over BURNBOX_OUTBOUND_SMTP_URL (`smtp://user:pass@relay:587`
+ * or `smtps://...`), for protected-desk sends. Without the setting nothing can be sent (`configured` false).
+ */
+import { randomUUID } from "node:crypto"
+import { Context, Data, Effect, Layer, Option, Redacted } from "effect"
+import nodemailer from "nodemailer"
+import { BurnboxConfig } from "./Config.ts"
+
+/** One plaintext message to one recipient. */
+export interface OutboundMessage {
+  readonly from: string
+  readonly to: string
+  readonly subject: string
+  readonly text: string
+  /** The Message-ID of the message this replies to, and the References chain ending with it. */
+  readonly inReplyTo?: string | undefined
+  readonly references?: string | undefined
+}
+
+/** The relay could not be reached, or refused the message; `detail` names why, never the credentials. */
+export class OutboundMailFailed extends Data.TaggedError("OutboundMailFailed")<{ readonly detail: string }> {}
+
+/** How long a send may wait on the relay at each step. */
+const timeouts = { connectionTimeout: 10_000, greetingTimeout: 10_000, socketTimeout: 30_000 }
+
+/** What a relay failure is recorded as: the error code and the relay's answer, without the URL. */
+const failureDetail = (error: unknown, url: string): string => {
+  const e = error as { code?: unknown; responseCode?: unknown; response?: unknown; message?: unknown }
+  const parts = [e.code, e.responseCode, typeof e.response === "string" ? e.response : e.message]
+    .filter((p) => p !== undefined && p !== null && String(p).length > 0)
+    .map(String)
+  return parts.join(" ").split(url).join("[relay]").slice(0, 500) || "relay failure"
+}
+
+export class OutboundMail extends Context.Service<OutboundMail, {
+  /** Whether a relay is configured at all. */
+  readonly configured: boolean
+  /** Hands one message to the relay; answers its Message-ID once the relay accepted it. */
+  readonly send: (message: OutboundMessage) => Effect.Effect<{ readonly messageId: string }, OutboundMailFailed>
+}>()("burnbox/OutboundMail") {
+  /** Scoped: the transport closes with the scope that built it. */
+  static readonly layer = Layer.effect(OutboundMail, Effect.gen(function*() {
+    const config = yield* BurnboxConfig
+    if (Option.isNone(config.outboundSmtpUrl)) {
+      return OutboundMail.of({
+        configured: false,
+        send: () => Effect.fail(new OutboundMailFailed({ detail: "BURNBOX_OUTBOUND_SMTP_URL is not set" }))
+      })
+    }
+    const url = Redacted.value(config.outboundSmtpUrl.value)
+    const transport = yield* Effect.acquireRelease(
+      Effect.sync(() => nodemailer.createTransport({ url, ...timeouts })),
+      (opened) => Effect.sync(() => opened.close())
+    )
+    const send = Effect.fn("OutboundMail.send")(function*(message: OutboundMessage) {
+      const domain = message.from.slice(message.from.lastIndexOf("@") + 1)
+      const messageId = `<${randomUUID()}@${domain}>`
+      yield* Effect.tryPromise({
+        try: () =>
+          transport.sendMail({
+            from: message.from,
+            to: message.to,
+            envelope: { from: message.from, to: [message.to] },
+            subject: message.subject,
+            text: message.text,
+            messageId,
+            ...(message.inReplyTo === undefined ? {} : { inReplyTo: message.inReplyTo }),
+            ...(message.references === undefined ? {} : { references: message.references }),
+            disableFileAccess: true,
+            disableUrlAccess: true
+          }),
+        catch: (error) => new OutboundMailFailed({ detail: failureDetail(error, url) })
+      })
+      return { messageId }
+    })
+    return OutboundMail.of({ configured: true, send })
+  }))
+}
