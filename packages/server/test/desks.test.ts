@@ -6,6 +6,7 @@
  * `failed` record), the hourly limits on the harness clock, the Sent list and its 90 days.
  */
 import { Alias, DeskReply, DeskSentMail } from "@burnbox/domain"
+import { transportOptions } from "@burnbox/store"
 import { claimAlias, expectProblem, expectShape, type Harness, type Relay, RelayCredentials, sendMail, type Session, startHarness, startRelay } from "@burnbox/testkit"
 import { Option, Redacted, Schema } from "effect"
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest"
@@ -108,6 +109,30 @@ describe("sending from a desk through the relay", () => {
       status: "sent",
       sent_at: h.clock.now().toISOString()
     }])
+  })
+
+  it("sends through a relay on this machine that offers STARTTLS with a self-signed certificate, over TLS", async () => {
+    const tlsRelay = await startRelay({ startTls: true })
+    const viaTls = await startHarness({ outboundSmtpUrl: Option.some(Redacted.make(tlsRelay.url)) }, h)
+    try {
+      const { session, alias } = await newDesk()
+      const answer = await viaTls.request(`/desk-mail/${alias.id}`, { method: "POST", session, body: mail })
+      expect(answer.status, answer.text).toBe(201)
+      expect(tlsRelay.received).toHaveLength(1)
+      expect(tlsRelay.received[0]).toMatchObject({ secure: true, user: RelayCredentials.user, envelope: { from: alias.address, to: [mail.to] } })
+    } finally {
+      await viaTls.close()
+      await tlsRelay.stop()
+    }
+  })
+
+  it("checks the certificate of every relay that is not on this machine", () => {
+    expect(transportOptions("smtp://u:p@127.0.0.1:2525").tls).toEqual({ rejectUnauthorized: false })
+    expect(transportOptions("smtp://localhost:2525").tls).toEqual({ rejectUnauthorized: false })
+    expect(transportOptions("smtp://[::1]:2525").tls).toEqual({ rejectUnauthorized: false })
+    for (const url of ["smtp://u:p@relay.example.com:587", "smtps://relay.example.com", "smtp://10.0.0.5:25", "smtp://127.example.com"]) {
+      expect(transportOptions(url), url).not.toHaveProperty("tls")
+    }
   })
 
   it("prefills a reply from a message of the desk's mailbox and threads the sent reply", async () => {

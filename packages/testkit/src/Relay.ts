@@ -1,8 +1,9 @@
 /**
  * A real SMTP relay for the tests of outbound mail (protected-desk sends): an smtp-server on
- * 127.0.0.1 that takes AUTH PLAIN/LOGIN without TLS, records every message it accepts (envelope,
- * the user it authenticated, raw bytes, parsed), and can be stopped to be a relay that is down,
- * then started again on the same port.
+ * 127.0.0.1 that takes AUTH PLAIN/LOGIN (without TLS, or after STARTTLS with smtp-server's
+ * self-signed certificate when `startTls` is set), records every message it accepts (envelope,
+ * the user it authenticated, whether the session was TLS, raw bytes, parsed), and can be stopped
+ * to be a relay that is down, then started again on the same port.
  */
 import { parseMessage, type ParsedMessage } from "@burnbox/domain/mail/parse"
 import { SMTPServer } from "smtp-server"
@@ -11,6 +12,8 @@ export interface RelayedMail {
   readonly envelope: { readonly from: string; readonly to: ReadonlyArray<string> }
   /** The user that authenticated, if any. */
   readonly user: string | undefined
+  /** The session was upgraded with STARTTLS. */
+  readonly secure: boolean
   readonly raw: Buffer
   readonly parsed: ParsedMessage
 }
@@ -29,12 +32,12 @@ export interface Relay {
 
 export const RelayCredentials = { user: "relay-user", pass: "relay-pass" } as const
 
-export const startRelay = async (): Promise<Relay> => {
+export const startRelay = async (options: { readonly startTls?: boolean } = {}): Promise<Relay> => {
   const received: Array<RelayedMail> = []
   const make = () =>
     new SMTPServer({
       name: "relay.test",
-      disabledCommands: ["STARTTLS"],
+      disabledCommands: options.startTls === true ? [] : ["STARTTLS"],
       allowInsecureAuth: true,
       authOptional: true,
       disableReverseLookup: true,
@@ -56,6 +59,7 @@ export const startRelay = async (): Promise<Relay> => {
                 to: session.envelope.rcptTo.map((r) => r.address)
               },
               user: typeof session.user === "string" ? session.user : undefined,
+              secure: session.secure,
               raw,
               parsed: result.message
             })

@@ -24,6 +24,28 @@ export class OutboundMailFailed extends Data.TaggedError("OutboundMailFailed")<{
 /** How long a send may wait on the relay at each step. */
 const timeouts = { connectionTimeout: 10_000, greetingTimeout: 10_000, socketTimeout: 30_000 }
 
+/** A relay on this machine: its traffic never leaves it. */
+const isLoopback = (url: string): boolean => {
+  try {
+    const host = new URL(url).hostname.replace(/^\[|\]$/g, "")
+    return host === "localhost" || host === "::1" || /^127\.\d+\.\d+\.\d+$/u.test(host)
+  } catch {
+    return false
+  }
+}
+
+/**
+ * The transport's options: the URL (nodemailer reads `smtp://`, `smtps://`, credentials and query
+ * options such as `?tls.rejectUnauthorized=false` or `?requireTLS=true` from it; they win over the
+ * rest), the timeouts, and for a relay on this machine no certificate check of its STARTTLS (a
+ * self-signed certificate of a local relay protects nothing there, and would refuse every send).
+ */
+export const transportOptions = (url: string) => ({
+  url,
+  ...timeouts,
+  ...(isLoopback(url) ? { tls: { rejectUnauthorized: false } } : {})
+})
+
 /** What a relay failure is recorded as: the error code and the relay's answer, without the URL. */
 const failureDetail = (error: unknown, url: string): string => {
   const e = error as { code?: unknown; responseCode?: unknown; response?: unknown; message?: unknown }
@@ -50,7 +72,7 @@ export class OutboundMail extends Context.Service<OutboundMail, {
     }
     const url = Redacted.value(config.outboundSmtpUrl.value)
     const transport = yield* Effect.acquireRelease(
-      Effect.sync(() => nodemailer.createTransport({ url, ...timeouts })),
+      Effect.sync(() => nodemailer.createTransport(transportOptions(url))),
       (opened) => Effect.sync(() => opened.close())
     )
     const send = Effect.fn("OutboundMail.send")(function*(message: OutboundMessage) {
