@@ -47,6 +47,8 @@ describe("replyPrefill", () => {
   it("has no reply when there is no address to answer", () => {
     expect(replyPrefill({ senderAddress: "unknown@sender.invalid x", replyTo: undefined, subject: "x" })).toBeUndefined()
     expect(replyPrefill({ senderAddress: "", replyTo: "nonsense", subject: "x" })).toBeUndefined()
+    // The parser's stand-in for a From it could not read.
+    expect(replyPrefill({ senderAddress: "unknown@sender.invalid", replyTo: undefined, subject: "x" })).toBeUndefined()
   })
   it("keeps the subject within 998 bytes and on one line", () => {
     const long = replyPrefill({ senderAddress: "c@example.org", replyTo: undefined, subject: "€".repeat(400) })!.subject

@@ -102,7 +102,7 @@ export const replyPrefill = (message: {
   readonly subject: string
 }): { readonly to: string; readonly subject: string } | undefined => {
   const replyTo = message.replyTo === undefined ? undefined : plainAddress(message.replyTo)
-  const to = replyTo ?? (isSingleRecipient(message.senderAddress) ? message.senderAddress : undefined)
+  const to = replyTo ?? (isSingleRecipient(message.senderAddress) && !isReserved(message.senderAddress) ? message.senderAddress : undefined)
   if (to === undefined) return undefined
   const original = message.subject.replace(/[\r\n]+/gu, " ").trim()
   let subject = /^re:/iu.test(original) ? original : `Re: ${original}`.trimEnd()
@@ -114,8 +114,11 @@ export const replyPrefill = (message: {
 const plainAddress = (header: string): string | undefined => {
   const angle = /^[^<>,]*<([^<>]+)>\s*$/u.exec(header.trim())
   const candidate = angle?.[1]?.trim() ?? header.trim()
-  return isSingleRecipient(candidate) ? candidate : undefined
+  return isSingleRecipient(candidate) && !isReserved(candidate) ? candidate : undefined
 }
+
+/** An address under `.invalid` (RFC 2606), as the parser writes a sender it could not read: nothing to reply to. */
+const isReserved = (address: string): boolean => /\.invalid$/iu.test(address)
 
 /** The `References` of a reply: the original's references, then its Message-ID (RFC 5322 3.6.4). */
 export const replyReferences = (original: { readonly messageId: string; readonly references: string | undefined }): string =>
