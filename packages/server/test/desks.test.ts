@@ -275,6 +275,25 @@ describe("when sending is unavailable", () => {
     expect((await sentOf(session, alias.id)).map((s) => s.status)).toEqual(["sent", "failed"])
   })
 
+  it("answers 503 when the relay refuses the credentials, recording why without them", async () => {
+    const wrong = relay.url.replace(RelayCredentials.pass, "not-the-password")
+    const refused = await startHarness({ outboundSmtpUrl: Option.some(Redacted.make(wrong)) }, h)
+    try {
+      const { session, alias } = await newDesk()
+      const before = relay.received.length
+      const answer = await refused.request(`/desk-mail/${alias.id}`, { method: "POST", session, body: mail })
+      expectProblem(answer, 503, "sending_unavailable")
+      expect(relay.received.length).toBe(before)
+      const [row] = await h.query("SELECT status, failure FROM desk_sent_mail WHERE alias_id = $1", [alias.id])
+      expect(row.status).toBe("failed")
+      expect(row.failure).toContain("EAUTH")
+      expect(row.failure).not.toContain("not-the-password")
+      expect(answer.text).not.toContain("not-the-password")
+    } finally {
+      await refused.close()
+    }
+  })
+
   it("answers 503 and records nothing when no relay is configured", async () => {
     const noRelay = await startHarness({}, h)
     try {
