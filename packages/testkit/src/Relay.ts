@@ -44,7 +44,7 @@ export const startRelay = async (options: { readonly startTls?: boolean } = {}):
       logger: false,
       onAuth(auth, _session, callback) {
         if (auth.username === RelayCredentials.user && auth.password === RelayCredentials.pass) return callback(null, { user: auth.username })
-        callback(new Error("535 5.7.8 Authentication failed"))
+        callback(new Error("5.7.8 Authentication failed"))
       },
       onData(stream, session, callback) {
         const chunks: Array<Buffer> = []

@@ -48,8 +48,9 @@ export const transportOptions = (url: string) => ({
 
 /** What a relay failure is recorded as: the error code and the relay's answer, without the URL. */
 const failureDetail = (error: unknown, url: string): string => {
-  const e = error as { code?: unknown; responseCode?: unknown; response?: unknown; message?: unknown }
-  const parts = [e.code, e.responseCode, typeof e.response === "string" ? e.response : e.message]
+  const e = error as { code?: unknown; response?: unknown; message?: unknown }
+  // The relay's answer starts with its reply code.
+  const parts = [e.code, typeof e.response === "string" ? e.response : e.message]
     .filter((p) => p !== undefined && p !== null && String(p).length > 0)
     .map(String)
   return parts.join(" ").split(url).join("[relay]").slice(0, 500) || "relay failure"
