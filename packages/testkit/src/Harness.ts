@@ -9,8 +9,8 @@ import { fileURLToPath } from "node:url"
 import { PgClient } from "@effect/sql-pg"
 import { HotReads, httpListener } from "@burnbox/server"
 import { SmtpListener, smtpListener } from "@burnbox/ingest"
-import { DnsResolver, MailWorkers, type MailWorkLimits, PipelineLive } from "@burnbox/worker"
-import { Accounts, AccountSnapshots, Aliases, Desks, Mailstore, Realtime, BurnboxConfig, DatabaseUrl, freePort, type BurnboxSettings, CandidateRandom, processApplicationName, storeLayer, withClient, withDatabase, type HostResolver, TargetResolver } from "@burnbox/store"
+import { DnsResolver, MailWorkers, type MailWorkLimits, PipelineLive, retention } from "@burnbox/worker"
+import { Accounts, AccountSnapshots, Aliases, Mailstore, Realtime, BurnboxConfig, DatabaseUrl, freePort, type BurnboxSettings, CandidateRandom, processApplicationName, storeLayer, withClient, withDatabase, type HostResolver, TargetResolver } from "@burnbox/store"
 import { seededRandom } from "@burnbox/domain/aliases/index"
 import { Clock, Context, Effect, Exit, Layer, Option, Redacted, Scope } from "effect"
 import { HttpServer } from "effect/http"
@@ -78,8 +78,8 @@ export interface Harness {
     readonly sweepReservations: () => Promise<number>
     readonly reconcilePlan: (accountId: number) => Promise<{ paused: number; resumed: number }>
     readonly purgeExpired: () => Promise<number>
-    /** The retention job's part for protected desks: Sent records past 90 days. */
-    readonly purgeDeskSent: () => Promise<number>
+    /** The scheduled `retention` job's handler (messages past retention, then desk Sent records past 90 days); answers the messages purged. */
+    readonly retention: () => Promise<number>
   }
   readonly close: () => Promise<void>
 }
@@ -159,7 +159,6 @@ export const startHarness = async (
   const aliases = Context.get(context, Aliases)
   const accounts = Context.get(context, Accounts)
   const mailstore = Context.get(context, Mailstore)
-  const desks = Context.get(context, Desks)
   const smtpPort = Context.get(context, SmtpListener).port
   const hotReads = Context.get(context, HotReads)
   const realtime = Context.get(context, Realtime)
@@ -272,7 +271,7 @@ export const startHarness = async (
       sweepReservations: () => runInHarness(aliases.sweepReservations),
       reconcilePlan: (accountId) => runInHarness(aliases.reconcilePlan(accountId)),
       purgeExpired: () => runInHarness(mailstore.purgeExpired),
-      purgeDeskSent: () => runInHarness(desks.purgeSent)
+      retention: () => runInHarness(Effect.provideContext(retention, context))
     },
     close: async () => {
       await pool.end()
