@@ -1,6 +1,6 @@
 /** `burnbox admin ...`: operator commands, each printing one JSON document on stdout. */
 import { isValidPassword, parseOverrides, PasswordLength, type PlanCode, Scopes, type Scope, toPlanLimits } from "@burnbox/domain"
-import { Accounts, Domains, ServiceKeys, Tokens, toMailDomain } from "@burnbox/store"
+import { Accounts, Aliases, Desks, Domains, ServiceKeys, Tokens, toMailDomain } from "@burnbox/store"
 import { Effect, Redacted } from "effect"
 import { type Args, CliError, flag, required } from "./Args.ts"
 
@@ -97,6 +97,21 @@ export const admin = (args: Args) =>
         const row = yield* domains.retire(name)
         if (row === undefined) throw new CliError("domain_not_found", `no domain named ${name}`)
         return toMailDomain(row, true)
+      }
+      case "desk grant":
+      case "desk revoke": {
+        // decisions.md "Protected operator desks": prints the Alias, whose canSend then tells.
+        const desks = yield* Desks
+        const aliases = yield* Aliases
+        const address = required(args, "alias")
+        const desk = action === "grant" ? yield* desks.grant(address) : yield* desks.revoke(address)
+        if (desk === undefined) {
+          throw new CliError("alias_not_found", action === "grant" ? `no claimed, active alias ${address}` : `no claimed alias ${address}`)
+        }
+        const owned = yield* aliases.list(desk.accountId, true)
+        const alias = owned.find((a) => a.id === desk.aliasId)
+        if (alias === undefined) throw new CliError("alias_not_found", `no claimed alias ${address}`)
+        return alias
       }
       case "keys rotate": {
         // The old key stays published (and signing) as previous for seven days.

@@ -31,6 +31,7 @@ Usage:
   burnbox admin token create --email E --scopes read,manage-aliases,delete,webhooks,test [--name N]
   burnbox admin domain add NAME [--tier public|premium_only]
   burnbox admin domain retire NAME
+  burnbox admin desk grant|revoke --alias ADDRESS  make an alias a protected desk, or end it (prints the Alias)
   burnbox admin keys rotate  new Ed25519 webhook signing key (the old one stays published 7 days)
   burnbox admin clusters [--remove]
                              root's database clusters whose data dir is gone (--remove: delete them)

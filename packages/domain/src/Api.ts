@@ -8,6 +8,7 @@ import { AccountGroup } from "./accounts/Api.ts"
 import { AliasesGroup } from "./aliases/Api.ts"
 import { ValidationErrors } from "./auth/Access.ts"
 import { AuthGroup } from "./auth/Api.ts"
+import { DesksGroup } from "./desks/Api.ts"
 import { MessagesGroup } from "./messages/Api.ts"
 import { SharingGroup } from "./sharing/Api.ts"
 import { NoticesGroup } from "./notices/Api.ts"
@@ -28,6 +29,7 @@ export class BurnboxApi extends HttpApi.make("burnbox")
   .add(TestMailGroup)
   .add(WebhooksGroup)
   .add(NoticesGroup)
+  .add(DesksGroup)
   .middleware(ValidationErrors)
   .prefix("/api/v1")
   .annotate(HttpApi.PayloadParseOptions, { onExcessProperty: "error", errors: "all" })

@@ -5,6 +5,7 @@
  */
 import type { AccountError } from "./accounts/errors.ts"
 import type { AliasError } from "./aliases/errors.ts"
+import type { DeskError } from "./desks/errors.ts"
 import type { MailDomainError } from "./domains/errors.ts"
 import type { MessageError } from "./messages/errors.ts"
 import type { PlanError } from "./plans/errors.ts"
@@ -17,6 +18,7 @@ import type { WebhookError } from "./webhooks/errors.ts"
 
 export * from "./accounts/errors.ts"
 export * from "./aliases/errors.ts"
+export * from "./desks/errors.ts"
 export * from "./domains/errors.ts"
 export * from "./messages/errors.ts"
 export * from "./plans/errors.ts"
@@ -30,6 +32,7 @@ export { InvalidSearchDate, type SearchQueryError, SearchQueryTooLong, SearchQue
 export type DomainError =
   | AccountError
   | AliasError
+  | DeskError
   | MailDomainError
   | MessageError
   | PlanError

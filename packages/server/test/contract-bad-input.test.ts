@@ -19,8 +19,8 @@
  */
 import { BurnboxApi, Scopes } from "@burnbox/domain"
 import { requiredAccess } from "@burnbox/server/platform/Authentication"
-import { type Answer, claimAlias, deliver, expectProblem, type Harness, type Session, startHarness } from "@burnbox/testkit"
-import { Effect } from "effect"
+import { type Answer, claimAlias, deliver, expectProblem, type Harness, type Relay, type Session, startHarness, startRelay } from "@burnbox/testkit"
+import { Effect, Option, Redacted } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 
 /** The part of JSON Schema the served document uses. */
@@ -104,11 +104,18 @@ let ids: {
 }
 /** The injected message as it read before the bad input: its detail and raw bytes. */
 let keptBefore: { readonly detail: unknown; readonly raw: string }
+let relay: Relay
 
 const dns: Record<string, ReadonlyArray<string>> = { "hooks.example.com": ["93.184.216.34"] }
 
 beforeAll(async () => {
-  h = await startHarness({}, undefined, { seed: 4242, targetResolver: (host) => Effect.succeed(dns[host] ?? []) })
+  // A relay for the desk's sends: what it accepts is not looked at, only that every answer is a declared 4xx or success.
+  relay = await startRelay()
+  h = await startHarness(
+    { outboundSmtpUrl: Option.some(Redacted.make(relay.url)) },
+    undefined,
+    { seed: 4242, targetResolver: (host) => Effect.succeed(dns[host] ?? []) }
+  )
   owner = await h.signup({ plan: "pro" })
   leaver = await h.signup({ plan: "pro" })
   // About 1,850 requests in one minute of the harness clock: lift the per-token limit.
@@ -122,6 +129,8 @@ beforeAll(async () => {
   const keptAlias = (await claimAlias(h, who)).id
   const alias = (await claimAlias(h, who)).id
   const spareAlias = (await claimAlias(h, who)).id
+  // A protected desk (as `burnbox admin desk grant` makes it), so the desk operations read their input.
+  await h.query("INSERT INTO desks (alias_id, account_id, granted_at) VALUES ($1, $2, now())", [alias, owner.accountId])
   const [kept] = await deliver(h, who, keptAlias, 1, {
     subject: "kept as it is",
     text: "your code is 482913",
@@ -161,7 +170,10 @@ beforeAll(async () => {
   keptBefore = await readKept()
   doc = (await h.request<OpenApiDocument>("/api/v1/openapi.json")).body
 }, 60_000)
-afterAll(() => h?.close())
+afterAll(async () => {
+  await h?.close()
+  await relay?.stop()
+})
 
 const readKept = async () => {
   const detail = await h.request(`/messages/${ids.kept}`, { token })
@@ -218,6 +230,8 @@ const validParam = (op: Operation, name: string): string => {
       return String(spare ? ids.spareMessage : ids.kept)
     case "webhooks":
       return String(spare ? ids.spareWebhook : ids.webhook)
+    case "desk-mail":
+      return String(ids.alias)
   }
   throw new Error(`no fixture for {${name}} of ${op.method} ${op.route}`)
 }
@@ -253,7 +267,8 @@ const validBodies = (): Readonly<Record<string, unknown>> => ({
   "PUT /messages/{id}/remote-images/preference": { alwaysLoad: false },
   "POST /test/messages": { aliasId: ids.alias, from: "Fuzz <fuzz@example.com>", subject: "fuzz", text: "hello" },
   "POST /webhooks": { name: "fuzz", url: "https://hooks.example.com/fuzz", subscription: { mode: "label", label: "fuzz" } },
-  "PATCH /webhooks/{id}": { name: "fuzz", subscription: { mode: "label", label: "fuzz" } }
+  "PATCH /webhooks/{id}": { name: "fuzz", subscription: { mode: "label", label: "fuzz" } },
+  "POST /desk-mail/{aliasId}": { to: "fuzz@example.com", subject: "fuzz", body: "hello", message_id: null }
 })
 
 /** A small valid raw message, for operations that also read `message/rfc822`. */

@@ -17,6 +17,10 @@ import {
   DailyClaimLimitReached,
   DangerousAttachmentUnconfirmed,
   DeliveryInProgress,
+  DeskNotFound,
+  DeskSendingUnavailable,
+  DeskSendLimitReached,
+  ReplyTargetUnavailable,
   DeliveryNotFound,
   DeliveryPayloadExpired,
   type DomainError,
@@ -210,7 +214,21 @@ const cases: { readonly [Tag in DomainError["_tag"]]: readonly [Extract<DomainEr
     new DeliveryPayloadExpired({ deliveryId: 12 }),
     answer(410, "payload_expired", "Delivery payloads are kept 30 days; this one has expired.")
   ],
-  DeliveryInProgress: [new DeliveryInProgress({ deliveryId: 12 }), answer(409, "delivery_in_progress", "This delivery is being attempted right now.")]
+  DeliveryInProgress: [new DeliveryInProgress({ deliveryId: 12 }), answer(409, "delivery_in_progress", "This delivery is being attempted right now.")],
+
+  DeskNotFound: [new DeskNotFound({ aliasId: 7 }), answer(404, "not_found", "Protected desk was not found.")],
+  ReplyTargetUnavailable: [
+    new ReplyTargetUnavailable({ messageId: 9, input: "message_id" }),
+    answer(422, "validation_failed", "The reply target must be a received message of this desk's mailbox.", { message_id: "unavailable_reply_target" })
+  ],
+  DeskSendLimitReached: [
+    new DeskSendLimitReached({ scope: "account", limit: 10, retryAfter: 120 }),
+    answer(429, "desk_send_limit_reached", "At most 10 desk sends an hour per account; retry in 120 s.")
+  ],
+  DeskSendingUnavailable: [
+    new DeskSendingUnavailable({ reason: "relay_failed", sentId: 3 }),
+    answer(503, "sending_unavailable", "The outbound relay did not accept the message; it is recorded as failed. Check Sent before retrying.")
+  ]
 }
 
 /** The status and Problem body the error answers with on the wire. */

@@ -12,6 +12,7 @@ import { Accounts } from "./accounts/Accounts.ts"
 import { Aliases, CandidateRandom } from "./aliases/Aliases.ts"
 import { Sessions } from "./auth/Sessions.ts"
 import { SignIns } from "./auth/SignIns.ts"
+import { Desks } from "./desks/Desks.ts"
 import { Domains } from "./domains/Domains.ts"
 import { BlobStore } from "./platform/BlobStore.ts"
 import { MailboxAccess } from "./sharing/MailboxAccess.ts"
@@ -118,6 +119,8 @@ export const storeLayer = (options: { readonly random: Layer.Layer<CandidateRand
     // Messages.layerNoDeps and RealtimeOnFirstUse are the instances above (layers are built once).
     MessageWaits.layerNoDeps.pipe(Layer.provide([Messages.layerNoDeps, RealtimeOnFirstUse])),
     Notices.layer,
+    // protected operator desks, with their outbound relay
+    Desks.layer,
     // webhooks: endpoints, the delivery queue, signatures, the way out
     Webhooks.layer,
     WebhookDeliveries.layer,

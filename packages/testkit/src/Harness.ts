@@ -9,7 +9,7 @@ import { fileURLToPath } from "node:url"
 import { PgClient } from "@effect/sql-pg"
 import { HotReads, httpListener } from "@burnbox/server"
 import { SmtpListener, smtpListener } from "@burnbox/ingest"
-import { DnsResolver, MailWorkers, type MailWorkLimits, PipelineLive } from "@burnbox/worker"
+import { DnsResolver, MailWorkers, type MailWorkLimits, PipelineLive, retention } from "@burnbox/worker"
 import { Accounts, AccountSnapshots, Aliases, Mailstore, Realtime, BurnboxConfig, DatabaseUrl, freePort, type BurnboxSettings, CandidateRandom, processApplicationName, storeLayer, withClient, withDatabase, type HostResolver, TargetResolver } from "@burnbox/store"
 import { seededRandom } from "@burnbox/domain/aliases/index"
 import { Clock, Context, Effect, Exit, Layer, Option, Redacted, Scope } from "effect"
@@ -78,6 +78,8 @@ export interface Harness {
     readonly sweepReservations: () => Promise<number>
     readonly reconcilePlan: (accountId: number) => Promise<{ paused: number; resumed: number }>
     readonly purgeExpired: () => Promise<number>
+    /** The scheduled `retention` job's handler (messages past retention, then desk Sent records past 90 days); answers the messages purged. */
+    readonly retention: () => Promise<number>
   }
   readonly close: () => Promise<void>
 }
@@ -268,7 +270,8 @@ export const startHarness = async (
       runTimers: () => runInHarness(aliases.runTimers),
       sweepReservations: () => runInHarness(aliases.sweepReservations),
       reconcilePlan: (accountId) => runInHarness(aliases.reconcilePlan(accountId)),
-      purgeExpired: () => runInHarness(mailstore.purgeExpired)
+      purgeExpired: () => runInHarness(mailstore.purgeExpired),
+      retention: () => runInHarness(Effect.provideContext(retention, context))
     },
     close: async () => {
       await pool.end()

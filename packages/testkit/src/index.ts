@@ -4,7 +4,7 @@
  * cloned from the migrated template, and `Receiver.ts` a delivery worker on StoreLive, each
  * overriding only what a test controls (ports, DNS, webhook targets, the candidate seed, the
  * clock). Beside them: `ManualClock.ts`, `StoreTesting.ts` (one repository on a fresh database),
- * `SmtpClient.ts`, `ServiceProcess.ts` (the real `burnbox` program as a child process),
+ * `SmtpClient.ts`, `Relay.ts` (a real SMTP relay that records what it accepts), `ServiceProcess.ts` (the real `burnbox` program as a child process),
  * `FakeMail.ts` (realistic verification mail, raw or as a test-mail request), `Inject.ts` (mail
  * into a harness by the API or SMTP, and waiting for the pipeline), `ApiSteps.ts` (claim an
  * alias, read messages), `HostileMail.ts` (pathological mail for the hostile-mail tests),
@@ -18,6 +18,7 @@ export * from "./Inject.ts"
 export * from "./ManualClock.ts"
 export * from "./Shapes.ts"
 export * from "./Receiver.ts"
+export * from "./Relay.ts"
 export * from "./ServiceProcess.ts"
 export * from "./SmtpClient.ts"
 export * from "./StoreTesting.ts"

@@ -6,10 +6,11 @@
  * - `alias-timers`, every minute: burn aliases whose self-destruct deadline passed and emit
  *   the 24-hour `alias.expiring` notices. Also sent once at start, so a worker that was down
  *   catches up at once instead of at the next minute.
- * - `retention`, every five minutes: delete messages past their retention with their bytes.
+ * - `retention`, every five minutes: delete messages past their retention with their bytes, and
+ *   protected-desk Sent records older than 90 days.
  * - `maintenance`, hourly: forget ended candidate reservations and expired rate windows.
  */
-import { Aliases, JobQueue, Mailstore, RateLimiter } from "@burnbox/store"
+import { Aliases, Desks, JobQueue, Mailstore, RateLimiter } from "@burnbox/store"
 import { DnsResolver } from "./pipeline/MailAuth.ts"
 import { MailWorkers } from "./pipeline/MailWorkers.ts"
 import { PipelineLive } from "./pipeline/Pipeline.ts"
@@ -18,15 +19,18 @@ import { Effect, Layer } from "effect"
 
 export const Queues = { timers: "alias-timers", retention: "retention", maintenance: "maintenance" } as const
 
-/** Deletes messages past their retention (in batches of 1000 until none is left). */
+/** Deletes messages past their retention (in batches of 1000 until none is left), then desk Sent records past 90 days. */
 export const retention = Effect.gen(function*() {
   const mailstore = yield* Mailstore
+  const desks = yield* Desks
   let purged = 0
   for (;;) {
     const batch = yield* mailstore.purgeExpired
     purged += batch
-    if (batch < 1000) return purged
+    if (batch < 1000) break
   }
+  yield* desks.purgeSent
+  return purged
 })
 
 export const maintenance = Effect.gen(function*() {

@@ -13,6 +13,7 @@ import {
   NotFound,
   type PlanFeature,
   RateLimited,
+  ServiceUnavailable,
   Unauthorized,
   ValidationFailed
 } from "@burnbox/domain"
@@ -125,7 +126,27 @@ const problems = {
     conflict(`webhook_${e.status}`, `The endpoint is ${e.status}; ${{ test: "set it active to send a test", redelivery: "set it active to redeliver" }[e.refused]}.`),
   DeliveryNotFound: () => NotFound.of("Delivery"),
   DeliveryPayloadExpired: () => new Gone({ code: "payload_expired", message: "Delivery payloads are kept 30 days; this one has expired." }),
-  DeliveryInProgress: () => conflict("delivery_in_progress", "This delivery is being attempted right now.")
+  DeliveryInProgress: () => conflict("delivery_in_progress", "This delivery is being attempted right now."),
+
+  // protected operator desks (spec 4.6)
+  DeskNotFound: () => NotFound.of("Protected desk"),
+  ReplyTargetUnavailable: (e) =>
+    ValidationFailed.withFields({ [e.input]: "unavailable_reply_target" }, "The reply target must be a received message of this desk's mailbox."),
+  DeskSendLimitReached: (e) =>
+    rateLimited(
+      "desk_send_limit_reached",
+      e.scope === "account"
+        ? `At most ${e.limit} desk sends an hour per account; retry in ${e.retryAfter} s.`
+        : `At most ${e.limit} desk sends an hour across the service; retry in ${e.retryAfter} s.`,
+      e.retryAfter
+    ),
+  DeskSendingUnavailable: (e) =>
+    new ServiceUnavailable({
+      code: "sending_unavailable",
+      message: e.reason === "not_configured"
+        ? "Sending is not available: no outbound relay is configured. Check Sent before retrying."
+        : "The outbound relay did not accept the message; it is recorded as failed. Check Sent before retrying."
+    })
 } satisfies ProblemTable
 
 /** The Problem class a domain error answers as; any other error stays what it is. */

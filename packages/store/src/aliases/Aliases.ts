@@ -33,6 +33,7 @@ import {
 import { cryptoRandom, generateLocalPart, type LocalPartStyle, type RandomSource } from "@burnbox/domain/aliases/index"
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient, SqlSchema, type Statement } from "effect/sql"
+import { ownsActiveDesk } from "../desks/Desks.ts"
 import { DomainRow } from "../domains/Domains.ts"
 import { lockAccountFor } from "../platform/AccountLocks.ts"
 import { Keyring, randomSecret } from "../platform/Keyring.ts"
@@ -82,7 +83,9 @@ const AliasRow = Schema.Struct({
   /** The owner's resolved plan (its trash window is the alias's `trash`). */
   plan: ResolvedPlan,
   /** Accounts the owner gave access to: live, accepted shares. */
-  guest_count: Schema.Int
+  guest_count: Schema.Int,
+  /** The owner has an active protected desk (spec 2.7 canSend). */
+  can_send: Schema.Boolean
 })
 type Row = typeof AliasRow.Type
 const decodeAliasRows = decodeRows(AliasRow)
@@ -135,7 +138,8 @@ export const toAlias = (row: Row): Alias => {
     shared: false,
     ownerHandle: null,
     guestCount: row.guest_count,
-    trash: { enabled: trashDays > 0, retentionDays: trashDays }
+    trash: { enabled: trashDays > 0, retentionDays: trashDays },
+    ...(row.can_send ? { canSend: true } : {})
   }
 }
 
@@ -145,8 +149,10 @@ export const toAlias = (row: Row): Alias => {
  * its own unread count and push preference.
  */
 export const toSharedAlias = (row: SharedRow): Alias => {
+  // canSend is the owner's: a guest never sends from a shared mailbox.
+  const { canSend: _ownersDesk, ...alias } = toAlias(row)
   return {
-    ...toAlias(row),
+    ...alias,
     label: null,
     note: null,
     unreadCount: row.reader_unread,
@@ -230,7 +236,8 @@ export class Aliases extends Context.Service<Aliases, {
         al.self_destruct_suspended, al.expiring_notified_at,
         d.id AS domain_id, d.name AS domain_name, d.state AS domain_state, d.tier AS domain_tier,
         ${entitlements.column("a")} AS plan,
-        (SELECT count(*)::int FROM shares s WHERE s.alias_id = al.id AND ${sql.literal(liveGuestShare("s"))}) AS guest_count`
+        (SELECT count(*)::int FROM shares s WHERE s.alias_id = al.id AND ${sql.literal(liveGuestShare("s"))}) AS guest_count,
+        ${sql.literal(ownsActiveDesk("a"))} AS can_send`
 
     const select = (where: Statement.Fragment, lock = false) =>
       sql`

@@ -1,0 +1,2 @@
+export * from "./DeskMail.ts"
+export * from "./errors.ts"
