@@ -11,6 +11,7 @@ import { AuthGroup } from "./auth/Api.ts"
 import { MessagesGroup } from "./messages/Api.ts"
 import { SharingGroup } from "./sharing/Api.ts"
 import { NoticesGroup } from "./notices/Api.ts"
+import { RulesGroup } from "./rules/Api.ts"
 import { TagsGroup } from "./tags/Api.ts"
 import { TestMailGroup } from "./testmail/Api.ts"
 import { TokensGroup } from "./tokens/Api.ts"
@@ -28,6 +29,7 @@ export class BurnboxApi extends HttpApi.make("burnbox")
   .add(TestMailGroup)
   .add(WebhooksGroup)
   .add(NoticesGroup)
+  .add(RulesGroup)
   .middleware(ValidationErrors)
   .prefix("/api/v1")
   .annotate(HttpApi.PayloadParseOptions, { onExcessProperty: "error", errors: "all" })

@@ -15,6 +15,7 @@ import { TestMailHttp } from "./testmail/TestMailHttp.ts"
 import { AuthHttp } from "./auth/AuthHttp.ts"
 import { SharingHttp } from "./sharing/SharingHttp.ts"
 import { TagsHttp } from "./tags/TagsHttp.ts"
+import { RulesHttp } from "./rules/RulesHttp.ts"
 import { TokensHttp } from "./tokens/TokensHttp.ts"
 import { WebhooksHttp } from "./webhooks/WebhooksHttp.ts"
 import { WellKnownRoutes } from "./webhooks/WellKnown.ts"
@@ -35,7 +36,7 @@ export const HttpRoutes = Layer.mergeAll(
     const api = withOpenApiSecurity(BurnboxApi, [{ url: config.siteUrl, description: "this burnbox" }])
     return Layer.mergeAll(
       HttpApiBuilder.layer(api, { openapiPath: "/api/v1/openapi.json" }).pipe(
-        Layer.provide([AuthHttp, TokensHttp, AccountHttp, TagsHttp, AliasesHttp, SharingHttp, MessagesHttp, TestMailHttp, WebhooksHttp, NoticesHttp]),
+        Layer.provide([AuthHttp, TokensHttp, AccountHttp, TagsHttp, AliasesHttp, SharingHttp, MessagesHttp, TestMailHttp, WebhooksHttp, NoticesHttp, RulesHttp]),
         Layer.provide([AuthenticationLive, ValidationErrorsLive])
       ),
       HttpApiScalar.layer(api, { path: "/docs" })
