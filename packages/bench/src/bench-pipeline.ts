@@ -47,10 +47,18 @@
  * 8. probes the service's responsiveness during each measured phase: GET /api/v1/me one after
  *    the other every 50 ms, and an SMTP connection's greeting (connect -> 220) every 200 ms
  *    (issue #15: no message holds the API or SMTP for more than 50 ms).
+ * 9. with PIPELINE_RULES > 0 (issue #34: `PIPELINE_RULES=50 ./pnpmw bench:pipeline`), the cost of
+ *    the rules step: the account gets that many mail rules (POST /rules), each but the last with a
+ *    body substring no message has (so every message walks every rule and lowers its texts), the
+ *    last one matching every message and starring and reading it (the marks' writes); then the
+ *    one-alias phase at PIPELINE_RATE runs PIPELINE_RULES_ROUNDS (2) times without the rules and
+ *    with them, alternating (rules switched with PATCH enabled), and a side-by-side table
+ *    compares latency and CPU per message.
  *
  * Environment: PIPELINE_RATE (500), PIPELINE_SECONDS (10), PIPELINE_LOW_RATE (5; 0 skips),
  * PIPELINE_WARMUP_SECONDS (2), PIPELINE_CONNECTIONS (50), PIPELINE_ACCOUNTS (0), PIPELINE_API_EVERY
- * (25), PIPELINE_DRAIN_SECONDS (120), PIPELINE_HOSTILE_PER_SECOND (0), BENCH_LOG_DIR, BENCH_BURNBOX_ROOT.
+ * (25), PIPELINE_DRAIN_SECONDS (120), PIPELINE_HOSTILE_PER_SECOND (0), PIPELINE_RULES (0),
+ * PIPELINE_RULES_ROUNDS (2), BENCH_LOG_DIR, BENCH_BURNBOX_ROOT.
  */
 import { promises as dns } from "node:dns"
 import { connect } from "node:net"
@@ -69,6 +77,8 @@ const extraAccounts = envInt("PIPELINE_ACCOUNTS", 0, 0)
 const apiEvery = envInt("PIPELINE_API_EVERY", 25, 1)
 const drainTimeoutMs = envInt("PIPELINE_DRAIN_SECONDS", 120, 1) * 1000
 const hostilePerSecond = envInt("PIPELINE_HOSTILE_PER_SECOND", 0, 0)
+const ruleCount = envInt("PIPELINE_RULES", 0, 0)
+const ruleRounds = envInt("PIPELINE_RULES_ROUNDS", 2, 1)
 /** Ordinary mail's p99 with hostile mail mixed in (issue #15). */
 const goalMixedP99 = 250
 /** Longest pause of the API or SMTP greeting any message may cause (issue #15). */
@@ -89,6 +99,8 @@ const log = session.log
 
 interface Phase {
   readonly name: string
+  /** Mail rules the account runs during the phase. */
+  readonly rules: number
   readonly rate: number
   readonly offered: number
   readonly accepted: number
@@ -191,7 +203,8 @@ const main = async (): Promise<number> => {
     to: string | ((index: number, connection: number) => string),
     measured: boolean,
     secs: number,
-    phaseRate: number
+    phaseRate: number,
+    rules = 0
   ): Promise<Phase | undefined> => {
     session.checkInterrupted()
     const tag = name.replace(/\W/g, "")
@@ -355,6 +368,7 @@ const main = async (): Promise<number> => {
     const span = (result.endedAt - result.startedAt) / 1000
     return {
       name,
+      rules,
       rate: phaseRate,
       offered: Math.round(phaseRate * secs),
       accepted: result.accepted,
@@ -413,6 +427,42 @@ const main = async (): Promise<number> => {
       if (many !== undefined) phases.push(many)
     } else skipped.push(`${rate} msg/s over ${spread.length} accounts: the previous phase's backlog did not drain`)
   }
+  // The rules step's cost (issue #34): the same phase without and with the account's rules, alternating.
+  const ruleIds: Array<number> = []
+  for (let i = 0; i < ruleCount; i++) {
+    const last = i === ruleCount - 1
+    const answer = await burnbox.api("POST", "/api/v1/rules", token, {
+      name: `bench rule ${i}`,
+      position: i,
+      match: last ? { from: "bench.localhost" } : { body: `no message says ${i} zebras` },
+      actions: last ? [{ type: "star" }, { type: "mark_read" }] : [{ type: "archive" }]
+    })
+    if (answer.status !== 201) throw new Error(`POST /rules answered ${answer.status}: ${JSON.stringify(answer.body)}`)
+    ruleIds.push((answer.body as { id: number }).id)
+  }
+  const switchRules = async (enabled: boolean) => {
+    for (const id of ruleIds) {
+      const answer = await burnbox.api("PATCH", `/api/v1/rules/${id}`, token, { enabled })
+      if (answer.status !== 200) throw new Error(`PATCH /rules/${id} answered ${answer.status}`)
+    }
+  }
+  const ruleRuns: Array<Phase> = []
+  if (ruleCount > 0) {
+    for (let round = 1; round <= ruleRounds; round++) {
+      for (const rules of [0, ruleCount]) {
+        if (!drained()) {
+          skipped.push(`rules round ${round}: the previous phase's backlog did not drain`)
+          break
+        }
+        await switchRules(rules > 0)
+        const run = await runPhase(`one alias at ${rate} msg/s, ${rules} rules (round ${round})`, `${local}+rules@${domain}`, true, seconds, rate, rules)
+        if (run !== undefined) {
+          phases.push(run)
+          ruleRuns.push(run)
+        }
+      }
+    }
+  }
   const loadAfter = loadAverage()
   await burnbox.closeDb(listener)
   await burnbox.closeDb(db)
@@ -455,6 +505,44 @@ const main = async (): Promise<number> => {
     if (p.rate !== rate) continue
     const rateOk = p.achievedRate >= 0.95 * rate
     out.push(`  goal p50 <= ${goalP50} ms: ${p.notify.p50 <= goalP50 ? "MET" : "NOT MET"} (${ms(p.notify.p50)}); goal p99 <= ${goalP99} ms: ${p.notify.p99 <= goalP99 ? "MET" : "NOT MET"} (${ms(p.notify.p99)}); at ${rate} msg/s: ${rateOk ? "yes" : `NO, burnbox accepted only ${fmt(p.achievedRate)} msg/s`}`)
+  }
+  if (ruleRuns.length > 0) {
+    const median = (values: ReadonlyArray<number>) => {
+      const sorted = [...values].sort((a, b) => a - b)
+      const mid = Math.floor(sorted.length / 2)
+      return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2
+    }
+    const of = (rules: number) => ruleRuns.filter((p) => p.rules === rules)
+    const summary = (rules: number) => {
+      const runs = of(rules)
+      return {
+        p50: median(runs.map((p) => p.notify.p50)),
+        p99: median(runs.map((p) => p.notify.p99)),
+        cpu: median(runs.map((p) => p.cpuPerMessage).filter(Number.isFinite)),
+        work: median(runs.map((p) => p.work.p50)),
+        store: median(runs.map((p) => p.store.p50))
+      }
+    }
+    const [without, withRules] = [summary(0), summary(ruleCount)]
+    const ratio = (a: number, b: number) => Number.isFinite(a) && Number.isFinite(b) && a > 0 ? `x${(b / a).toFixed(3)}` : "-"
+    out.push("")
+    out.push(`The rules step (issue #34): ${rate} msg/s on one alias, ${ruleRounds} rounds alternating 0 and ${ruleCount} rules (${ruleCount - 1} body conditions no message meets, 1 rule starring and reading every message)`)
+    out.push(table(["phase", "rules", "NOTIFY p50", "p95", "p99", "store step p50", "cpu during load", "cpu ms/msg (drain)"], ruleRuns.map((p) => [
+      p.name,
+      fmt(p.rules),
+      ms(p.notify.p50),
+      ms(p.notify.p95),
+      ms(p.notify.p99),
+      ms(p.store.p50),
+      p.serverCpu,
+      Number.isFinite(p.cpuPerMessage) ? fmt(p.cpuPerMessage, 2) : "-"
+    ])))
+    out.push(table(["median of the rounds", `0 rules`, `${ruleCount} rules`, "ratio"], [
+      ["NOTIFY p50 ms", ms(without.p50), ms(withRules.p50), ratio(without.p50, withRules.p50)],
+      ["NOTIFY p99 ms", ms(without.p99), ms(withRules.p99), ratio(without.p99, withRules.p99)],
+      ["store step -> NOTIFY p50 ms", ms(without.store), ms(withRules.store), ratio(without.store, withRules.store)],
+      ["CPU ms per processed message (drain)", fmt(without.cpu, 2), fmt(withRules.cpu, 2), ratio(without.cpu, withRules.cpu)]
+    ]))
   }
   for (const s of skipped) out.push(`skipped: ${s}`)
   out.push("")
