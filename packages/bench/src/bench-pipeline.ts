@@ -65,7 +65,7 @@ import { connect } from "node:net"
 import { dotStuff, hostileMails, SmtpClient } from "@burnbox/testkit"
 import { availableParallelism, cpus } from "node:os"
 import { Burnbox, sampleWaits, serviceSource, Session, waitsByStatementText, waitsText } from "./lib/burnbox.ts"
-import { cpuShare, cpuSnapshot, distribution, type Distribution, envInt, epochMs, fmt, loadAverage, serverCpuCell, sleep, table } from "./lib/common.ts"
+import { cpuShare, cpuSnapshot, distribution, type Distribution, envInt, epochMs, fmt, loadAverage, median, serverCpuCell, sleep, table } from "./lib/common.ts"
 import { codeOf, countsText, type Delivery, messageFactory, runSmtpLoad } from "./lib/smtp.ts"
 
 const rate = envInt("PIPELINE_RATE", 500, 1)
@@ -129,6 +129,8 @@ interface Phase {
   readonly hostile: ReadonlyArray<string>
 }
 
+/** `b` as a multiple of `a`. */
+const ratio = (a: number, b: number) => Number.isFinite(a) && Number.isFinite(b) && a > 0 ? `x${(b / a).toFixed(3)}` : "-"
 const ms = (n: number) => Number.isFinite(n) ? fmt(n, 1) : `> ${fmt(drainTimeoutMs)}`
 const cellsOf = (x: Distribution) => [fmt(x.count), ms(x.p50), ms(x.p95), ms(x.p99), ms(x.max)]
 
@@ -507,11 +509,6 @@ const main = async (): Promise<number> => {
     out.push(`  goal p50 <= ${goalP50} ms: ${p.notify.p50 <= goalP50 ? "MET" : "NOT MET"} (${ms(p.notify.p50)}); goal p99 <= ${goalP99} ms: ${p.notify.p99 <= goalP99 ? "MET" : "NOT MET"} (${ms(p.notify.p99)}); at ${rate} msg/s: ${rateOk ? "yes" : `NO, burnbox accepted only ${fmt(p.achievedRate)} msg/s`}`)
   }
   if (ruleRuns.length > 0) {
-    const median = (values: ReadonlyArray<number>) => {
-      const sorted = [...values].sort((a, b) => a - b)
-      const mid = Math.floor(sorted.length / 2)
-      return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2
-    }
     const of = (rules: number) => ruleRuns.filter((p) => p.rules === rules)
     const summary = (rules: number) => {
       const runs = of(rules)
@@ -524,7 +521,6 @@ const main = async (): Promise<number> => {
       }
     }
     const [without, withRules] = [summary(0), summary(ruleCount)]
-    const ratio = (a: number, b: number) => Number.isFinite(a) && Number.isFinite(b) && a > 0 ? `x${(b / a).toFixed(3)}` : "-"
     out.push("")
     out.push(`The rules step (issue #34): ${rate} msg/s on one alias, ${ruleRounds} rounds alternating 0 and ${ruleCount} rules (${ruleCount - 1} body conditions no message meets, 1 rule starring and reading every message)`)
     out.push(table(["phase", "rules", "NOTIFY p50", "p95", "p99", "store step p50", "cpu during load", "cpu ms/msg (drain)"], ruleRuns.map((p) => [
