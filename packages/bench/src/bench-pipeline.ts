@@ -124,6 +124,8 @@ interface Phase {
   readonly drainRate: number
   readonly drainCpu: string
   readonly cpuPerMessage: number
+  /** CPU ms (node + PostgreSQL) per accepted message from the load's start to the drain's end: ingest, pipeline and all. */
+  readonly totalCpuPerMessage: number
   readonly me: Distribution
   readonly greeting: Distribution
   readonly hostile: ReadonlyArray<string>
@@ -276,6 +278,7 @@ const main = async (): Promise<number> => {
       }, 1000 / hostilePerSecond)
       : undefined
     const before = cpuSnapshot(burnbox.pid)
+    const loadStart = Date.now()
     log(`${name}: ${measured ? "measured" : "warm-up"}, ${phaseRate} msg/s for ${secs} s over ${connections} connections`)
     const result = await runSmtpLoad({
       port: burnbox.smtpPort,
@@ -320,6 +323,8 @@ const main = async (): Promise<number> => {
     const drainedCount = await processedCount() - processedBefore
     const drainRate = drainedCount / Math.max(drainSeconds, 1e-3)
     const drainCpu = cpuShare(drainCpuBefore, cpuSnapshot(burnbox.pid))
+    const totalCpu = cpuShare(before, cpuSnapshot(burnbox.pid))
+    const totalCpuPerMessage = result.accepted > 0 ? (totalCpu.server / 100) * (Date.now() - loadStart) / result.accepted : Number.NaN
     // CPU ms (node + PostgreSQL) per message processed while nothing else was sent.
     const cpuPerMessage = drainedCount > 0 ? (drainCpu.server / 100) * drainSeconds * 1000 / drainedCount : Number.NaN
     backlogSampler.running = false
@@ -394,6 +399,7 @@ const main = async (): Promise<number> => {
       drainRate,
       drainCpu: serverCpuCell(drainCpu),
       cpuPerMessage,
+      totalCpuPerMessage,
       me: distribution(meTimes),
       greeting: distribution(greetingTimes),
       hostile
@@ -516,6 +522,7 @@ const main = async (): Promise<number> => {
         p50: median(runs.map((p) => p.notify.p50)),
         p99: median(runs.map((p) => p.notify.p99)),
         cpu: median(runs.map((p) => p.cpuPerMessage).filter(Number.isFinite)),
+        totalCpu: median(runs.map((p) => p.totalCpuPerMessage).filter(Number.isFinite)),
         work: median(runs.map((p) => p.work.p50)),
         store: median(runs.map((p) => p.store.p50))
       }
@@ -523,20 +530,23 @@ const main = async (): Promise<number> => {
     const [without, withRules] = [summary(0), summary(ruleCount)]
     out.push("")
     out.push(`The rules step (issue #34): ${rate} msg/s on one alias, ${ruleRounds} rounds alternating 0 and ${ruleCount} rules (${ruleCount - 1} body conditions no message meets, 1 rule starring and reading every message)`)
-    out.push(table(["phase", "rules", "NOTIFY p50", "p95", "p99", "store step p50", "cpu during load", "cpu ms/msg (drain)"], ruleRuns.map((p) => [
+    out.push(table(["phase", "rules", "accepted/s", "NOTIFY p50", "p95", "p99", "store step p50", "cpu during load", "cpu ms/msg (load+drain)", "cpu ms/msg (drain)"], ruleRuns.map((p) => [
       p.name,
       fmt(p.rules),
+      fmt(p.achievedRate),
       ms(p.notify.p50),
       ms(p.notify.p95),
       ms(p.notify.p99),
       ms(p.store.p50),
       p.serverCpu,
+      Number.isFinite(p.totalCpuPerMessage) ? fmt(p.totalCpuPerMessage, 2) : "-",
       Number.isFinite(p.cpuPerMessage) ? fmt(p.cpuPerMessage, 2) : "-"
     ])))
     out.push(table(["median of the rounds", `0 rules`, `${ruleCount} rules`, "ratio"], [
       ["NOTIFY p50 ms", ms(without.p50), ms(withRules.p50), ratio(without.p50, withRules.p50)],
       ["NOTIFY p99 ms", ms(without.p99), ms(withRules.p99), ratio(without.p99, withRules.p99)],
       ["store step -> NOTIFY p50 ms", ms(without.store), ms(withRules.store), ratio(without.store, withRules.store)],
+      ["CPU ms per message, load start to drain end (node+pg)", fmt(without.totalCpu, 2), fmt(withRules.totalCpu, 2), ratio(without.totalCpu, withRules.totalCpu)],
       ["CPU ms per processed message (drain)", fmt(without.cpu, 2), fmt(withRules.cpu, 2), ratio(without.cpu, withRules.cpu)]
     ]))
   }
