@@ -101,10 +101,15 @@ export const ruleMarks = (sql: SqlClient.SqlClient, stored: string) =>
       SELECT s.id, s.account_id, t.id FROM ${sql(stored)} s JOIN tags t ON t.account_id = s.account_id AND t.id = ANY(s.rule_tag_ids)
       WHERE s.rule_tag_ids IS NOT NULL
       ON CONFLICT DO NOTHING),
+    rule_read_counts AS (
+      SELECT s.alias_id, count(*)::int AS n FROM ${sql(stored)} s
+      WHERE (s.rule_read OR s.rule_trashed)
+        AND NOT EXISTS (SELECT 1 FROM message_states o WHERE o.message_id = s.id AND o.account_id = s.account_id AND o.is_read)
+      GROUP BY s.alias_id),
     rule_unread AS (
+      -- The aliases' rows locked in id order, as every writer of their counters locks them, so two
+      -- batches of several aliases never wait for each other crosswise.
       UPDATE aliases al SET unread_count = greatest(0, al.unread_count - c.n)
-      FROM (SELECT s.alias_id, count(*)::int AS n FROM ${sql(stored)} s
-            WHERE (s.rule_read OR s.rule_trashed)
-              AND NOT EXISTS (SELECT 1 FROM message_states o WHERE o.message_id = s.id AND o.account_id = s.account_id AND o.is_read)
-            GROUP BY s.alias_id) c
-      WHERE al.id = c.alias_id)`
+      FROM (SELECT id FROM aliases WHERE id IN (SELECT alias_id FROM rule_read_counts) ORDER BY id FOR NO KEY UPDATE) locked
+      JOIN rule_read_counts c ON c.alias_id = locked.id
+      WHERE al.id = locked.id)`
