@@ -51,7 +51,8 @@
  *    the rules step: the account gets that many mail rules (POST /rules), each but the last with a
  *    body substring no message has (so every message walks every rule and lowers its texts), the
  *    last one matching every message and starring and reading it (the marks' writes; with
- *    PIPELINE_RULES_READ=0 only starring, so the alias's unread count is not written); then the
+ *    PIPELINE_RULES_READ=0 only starring, so the alias's unread count is not written; with
+ *    PIPELINE_RULES_MATCHING=0 it is a body condition too: the walk's cost alone); then the
  *    one-alias phase at PIPELINE_RATE runs PIPELINE_RULES_ROUNDS (2) times without the rules and
  *    with them, alternating (rules switched with PATCH enabled), and a side-by-side table
  *    compares latency and CPU per message.
@@ -59,7 +60,8 @@
  * Environment: PIPELINE_RATE (500), PIPELINE_SECONDS (10), PIPELINE_LOW_RATE (5; 0 skips),
  * PIPELINE_WARMUP_SECONDS (2), PIPELINE_CONNECTIONS (50), PIPELINE_ACCOUNTS (0), PIPELINE_API_EVERY
  * (25), PIPELINE_DRAIN_SECONDS (120), PIPELINE_HOSTILE_PER_SECOND (0), PIPELINE_RULES (0),
- * PIPELINE_RULES_ROUNDS (2), PIPELINE_RULES_READ (1), BENCH_LOG_DIR, BENCH_BURNBOX_ROOT.
+ * PIPELINE_RULES_ROUNDS (2), PIPELINE_RULES_READ (1),
+ * PIPELINE_RULES_MATCHING (1), BENCH_LOG_DIR, BENCH_BURNBOX_ROOT.
  */
 import { promises as dns } from "node:dns"
 import { connect } from "node:net"
@@ -82,6 +84,8 @@ const ruleCount = envInt("PIPELINE_RULES", 0, 0)
 const ruleRounds = envInt("PIPELINE_RULES_ROUNDS", 2, 1)
 /** 0: the matching rule only stars (its reading changes the alias's unread count, a row ingest updates too). */
 const ruleReads = envInt("PIPELINE_RULES_READ", 1, 0) > 0
+/** 0: no rule matches (the walk's cost alone, no marks written). */
+const ruleMatches = envInt("PIPELINE_RULES_MATCHING", 1, 0) > 0
 /** Ordinary mail's p99 with hostile mail mixed in (issue #15). */
 const goalMixedP99 = 250
 /** Longest pause of the API or SMTP greeting any message may cause (issue #15). */
@@ -441,7 +445,7 @@ const main = async (): Promise<number> => {
   // The rules step's cost (issue #34): the same phase without and with the account's rules, alternating.
   const ruleIds: Array<number> = []
   for (let i = 0; i < ruleCount; i++) {
-    const last = i === ruleCount - 1
+    const last = ruleMatches && i === ruleCount - 1
     const answer = await burnbox.api("POST", "/api/v1/rules", token, {
       name: `bench rule ${i}`,
       position: i,
@@ -532,7 +536,7 @@ const main = async (): Promise<number> => {
     }
     const [without, withRules] = [summary(0), summary(ruleCount)]
     out.push("")
-    out.push(`The rules step (issue #34): ${rate} msg/s on one alias, ${ruleRounds} rounds alternating 0 and ${ruleCount} rules (${ruleCount - 1} body conditions no message meets, 1 rule starring${ruleReads ? " and reading" : ""} every message)`)
+    out.push(`The rules step (issue #34): ${rate} msg/s on one alias, ${ruleRounds} rounds alternating 0 and ${ruleCount} rules (${ruleCount - 1} body conditions no message meets, ${ruleMatches ? `1 rule starring${ruleReads ? " and reading" : ""} every message` : "the last one too"})`)
     out.push(table(["phase", "rules", "accepted/s", "NOTIFY p50", "p95", "p99", "store step p50", "cpu during load", "cpu ms/msg (load+drain)", "cpu ms/msg (drain)"], ruleRuns.map((p) => [
       p.name,
       fmt(p.rules),
