@@ -247,6 +247,16 @@ describe("the pipeline's rules step", () => {
     expect(counts).toEqual({ in_mailbox: 2, archived: 1, trashed: 1 })
   })
 
+  it("skips a pin past maxPinned and a trash on a plan without a trash, and does the rest", async () => {
+    const { session, alias } = await mailbox()
+    await h.query(`UPDATE accounts SET overrides = '{"maxPinned": 1, "trashRetentionDays": 0}' WHERE id = $1`, [session.accountId])
+    await createRule(session, { name: "pin, trash and star", actions: [{ type: "pin" }, { type: "trash" }, { type: "star" }] })
+    const [first] = await deliver(h, { session }, alias.id, 1, { subject: "first" })
+    const [second] = await deliver(h, { session }, alias.id, 1, { subject: "second" })
+    expect(await detail(h, { session }, first!)).toMatchObject({ pinned: true, starred: true, trashedAt: null })
+    expect(await detail(h, { session }, second!)).toMatchObject({ pinned: false, starred: true, trashedAt: null })
+  })
+
   it("walks rules in position order: a matching rule with stop ends the walk; a disabled one or one for another alias never runs", async () => {
     const { session, alias } = await mailbox()
     const other = await claimAlias(h, { session })

@@ -21,24 +21,33 @@ export const walkedColumns = "account_id int, alias_id int, alias_address text"
 /**
  * `LEFT JOIN LATERAL (...) AS rl ON true` after the recordset `u`: per message, the marks its
  * matching rules set (`rule_read`, `rule_starred`, `rule_pinned`, `rule_archived`, `rule_trash`,
- * null when no rule matched), the tags they name (`rule_tag_ids`) and, when one trashes it, the
- * owner's trash window in days (`rule_trash_days`; a plan without a trash keeps the message). A
+ * null when no rule matched), the tags they name (`rule_tag_ids`), when one trashes it the
+ * owner's trash window in days (`rule_trash_days`; a plan without a trash keeps the message), and
+ * when one pins it whether the owner has a pin to spare (`rule_pin_room`; the messages of one
+ * batch are judged on the pins before it, so a batch may pass maxPinned by its own pins). A
  * rule matches when all its conditions hold (case-insensitive substrings); a matching rule with
  * `stop` ends the walk after its own actions.
  */
-export const ruleWalk = (sql: SqlClient.SqlClient, plan: (account: string) => Statement.Fragment) =>
-  sql`
+export const ruleWalk = (sql: SqlClient.SqlClient, plan: (account: string) => Statement.Fragment) => {
+  /** An integer entitlement of the message's owner: its override when it has one, else its plan's. */
+  const entitlement = (key: "trashRetentionDays" | "maxPinned") =>
+    sql`(SELECT CASE WHEN json_typeof(p.plan -> 'overrides' -> ${key}::text) = 'number'
+                     THEN (p.plan -> 'overrides' ->> ${key}::text)::int
+                     ELSE (p.plan -> 'entitlements' ->> ${key}::text)::int END
+         FROM (SELECT ${plan("a")} AS plan FROM accounts a WHERE a.id = u.account_id) p)`
+  return sql`
     LEFT JOIN LATERAL (
       SELECT bool_or(r.sets_read) AS rule_read, bool_or(r.sets_starred) AS rule_starred,
              bool_or(r.sets_pinned) AS rule_pinned, bool_or(r.sets_archived) AS rule_archived,
              bool_or(r.sets_trash) AS rule_trash,
              array_agg(DISTINCT t.tag_id) FILTER (WHERE t.tag_id IS NOT NULL) AS rule_tag_ids,
-             CASE WHEN bool_or(r.sets_trash) THEN (
-               SELECT CASE WHEN json_typeof(p.plan -> 'overrides' -> 'trashRetentionDays') = 'number'
-                           THEN (p.plan -> 'overrides' ->> 'trashRetentionDays')::int
-                           ELSE (p.plan -> 'entitlements' ->> 'trashRetentionDays')::int END
-               FROM (SELECT ${plan("a")} AS plan FROM accounts a WHERE a.id = u.account_id) p)
-             END AS rule_trash_days
+             CASE WHEN bool_or(r.sets_trash) THEN ${entitlement("trashRetentionDays")} END AS rule_trash_days,
+             -- A pin needs room under maxPinned (the owner's pins outside the trash, as the
+             -- statement's snapshot sees them): without it the pin is skipped, not failed.
+             CASE WHEN bool_or(r.sets_pinned) THEN ${entitlement("maxPinned")} > (
+               SELECT count(*) FROM message_states ps JOIN messages pm ON pm.id = ps.message_id
+               WHERE ps.account_id = u.account_id AND ps.pinned AND pm.trashed_at IS NULL)
+             END AS rule_pin_room
       FROM (
         SELECT r.sets_read, r.sets_starred, r.sets_pinned, r.sets_archived, r.sets_trash, r.tag_ids,
                coalesce(bool_or(r.stop) OVER (ORDER BY r.position, r.id ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), false) AS stopped
@@ -62,6 +71,7 @@ export const ruleWalk = (sql: SqlClient.SqlClient, plan: (account: string) => St
       LEFT JOIN LATERAL unnest(r.tag_ids) AS t(tag_id) ON true
       WHERE NOT r.stopped
     ) rl ON true`
+}
 
 /**
  * The SET items of the messages UPDATE for the walk's trash: to the trash (and its purge deadline
@@ -76,7 +86,7 @@ export const ruleTrashSet = (sql: SqlClient.SqlClient, at: Date) =>
 
 /** The RETURNING items the marks' steps read of the stored rows `s`. */
 export const ruleReturning = (sql: SqlClient.SqlClient, at: Date) =>
-  sql`rl.rule_read, rl.rule_starred, rl.rule_pinned, rl.rule_archived, rl.rule_tag_ids,
+  sql`rl.rule_read, rl.rule_starred, rl.rule_pinned AND rl.rule_pin_room AS rule_pinned, rl.rule_archived, rl.rule_tag_ids,
       (rl.rule_trash AND m.trashed_at = ${at}) AS rule_trashed`
 
 /**
