@@ -47,17 +47,28 @@
  * 8. probes the service's responsiveness during each measured phase: GET /api/v1/me one after
  *    the other every 50 ms, and an SMTP connection's greeting (connect -> 220) every 200 ms
  *    (issue #15: no message holds the API or SMTP for more than 50 ms).
+ * 9. with PIPELINE_RULES > 0 (issue #34: `PIPELINE_RULES=50 ./pnpmw bench:pipeline`), the cost of
+ *    the rules step: the account gets that many mail rules (POST /rules), each but the last with a
+ *    body substring no message has (so every message walks every rule and lowers its texts), the
+ *    last one matching every message and starring and reading it (the marks' writes; with
+ *    PIPELINE_RULES_READ=0 only starring, so the alias's unread count is not written; with
+ *    PIPELINE_RULES_MATCHING=0 it is a body condition too: the walk's cost alone); then the
+ *    one-alias phase at PIPELINE_RATE runs PIPELINE_RULES_ROUNDS (2) times without the rules and
+ *    with them, alternating (rules switched with PATCH enabled), and a side-by-side table
+ *    compares latency and CPU per message.
  *
  * Environment: PIPELINE_RATE (500), PIPELINE_SECONDS (10), PIPELINE_LOW_RATE (5; 0 skips),
  * PIPELINE_WARMUP_SECONDS (2), PIPELINE_CONNECTIONS (50), PIPELINE_ACCOUNTS (0), PIPELINE_API_EVERY
- * (25), PIPELINE_DRAIN_SECONDS (120), PIPELINE_HOSTILE_PER_SECOND (0), BENCH_LOG_DIR, BENCH_BURNBOX_ROOT.
+ * (25), PIPELINE_DRAIN_SECONDS (120), PIPELINE_HOSTILE_PER_SECOND (0), PIPELINE_RULES (0),
+ * PIPELINE_RULES_ROUNDS (2), PIPELINE_RULES_READ (1),
+ * PIPELINE_RULES_MATCHING (1), BENCH_LOG_DIR, BENCH_BURNBOX_ROOT.
  */
 import { promises as dns } from "node:dns"
 import { connect } from "node:net"
 import { dotStuff, hostileMails, SmtpClient } from "@burnbox/testkit"
 import { availableParallelism, cpus } from "node:os"
 import { Burnbox, sampleWaits, serviceSource, Session, waitsByStatementText, waitsText } from "./lib/burnbox.ts"
-import { cpuShare, cpuSnapshot, distribution, type Distribution, envInt, epochMs, fmt, loadAverage, serverCpuCell, sleep, table } from "./lib/common.ts"
+import { cpuShare, cpuSnapshot, distribution, type Distribution, envInt, epochMs, fmt, loadAverage, median, serverCpuCell, sleep, table } from "./lib/common.ts"
 import { codeOf, countsText, type Delivery, messageFactory, runSmtpLoad } from "./lib/smtp.ts"
 
 const rate = envInt("PIPELINE_RATE", 500, 1)
@@ -69,6 +80,12 @@ const extraAccounts = envInt("PIPELINE_ACCOUNTS", 0, 0)
 const apiEvery = envInt("PIPELINE_API_EVERY", 25, 1)
 const drainTimeoutMs = envInt("PIPELINE_DRAIN_SECONDS", 120, 1) * 1000
 const hostilePerSecond = envInt("PIPELINE_HOSTILE_PER_SECOND", 0, 0)
+const ruleCount = envInt("PIPELINE_RULES", 0, 0)
+const ruleRounds = envInt("PIPELINE_RULES_ROUNDS", 2, 1)
+/** 0: the matching rule only stars (its reading changes the alias's unread count, a row ingest updates too). */
+const ruleReads = envInt("PIPELINE_RULES_READ", 1, 0) > 0
+/** 0: no rule matches (the walk's cost alone, no marks written). */
+const ruleMatches = envInt("PIPELINE_RULES_MATCHING", 1, 0) > 0
 /** Ordinary mail's p99 with hostile mail mixed in (issue #15). */
 const goalMixedP99 = 250
 /** Longest pause of the API or SMTP greeting any message may cause (issue #15). */
@@ -89,6 +106,8 @@ const log = session.log
 
 interface Phase {
   readonly name: string
+  /** Mail rules the account runs during the phase. */
+  readonly rules: number
   readonly rate: number
   readonly offered: number
   readonly accepted: number
@@ -112,11 +131,15 @@ interface Phase {
   readonly drainRate: number
   readonly drainCpu: string
   readonly cpuPerMessage: number
+  /** CPU ms (node + PostgreSQL) per accepted message from the load's start to the drain's end: ingest, pipeline and all. */
+  readonly totalCpuPerMessage: number
   readonly me: Distribution
   readonly greeting: Distribution
   readonly hostile: ReadonlyArray<string>
 }
 
+/** `b` as a multiple of `a`. */
+const ratio = (a: number, b: number) => Number.isFinite(a) && Number.isFinite(b) && a > 0 ? `x${(b / a).toFixed(3)}` : "-"
 const ms = (n: number) => Number.isFinite(n) ? fmt(n, 1) : `> ${fmt(drainTimeoutMs)}`
 const cellsOf = (x: Distribution) => [fmt(x.count), ms(x.p50), ms(x.p95), ms(x.p99), ms(x.max)]
 
@@ -191,7 +214,8 @@ const main = async (): Promise<number> => {
     to: string | ((index: number, connection: number) => string),
     measured: boolean,
     secs: number,
-    phaseRate: number
+    phaseRate: number,
+    rules = 0
   ): Promise<Phase | undefined> => {
     session.checkInterrupted()
     const tag = name.replace(/\W/g, "")
@@ -261,6 +285,7 @@ const main = async (): Promise<number> => {
       }, 1000 / hostilePerSecond)
       : undefined
     const before = cpuSnapshot(burnbox.pid)
+    const loadStart = Date.now()
     log(`${name}: ${measured ? "measured" : "warm-up"}, ${phaseRate} msg/s for ${secs} s over ${connections} connections`)
     const result = await runSmtpLoad({
       port: burnbox.smtpPort,
@@ -305,6 +330,8 @@ const main = async (): Promise<number> => {
     const drainedCount = await processedCount() - processedBefore
     const drainRate = drainedCount / Math.max(drainSeconds, 1e-3)
     const drainCpu = cpuShare(drainCpuBefore, cpuSnapshot(burnbox.pid))
+    const totalCpu = cpuShare(before, cpuSnapshot(burnbox.pid))
+    const totalCpuPerMessage = result.accepted > 0 ? (totalCpu.server / 100) * (Date.now() - loadStart) / result.accepted : Number.NaN
     // CPU ms (node + PostgreSQL) per message processed while nothing else was sent.
     const cpuPerMessage = drainedCount > 0 ? (drainCpu.server / 100) * drainSeconds * 1000 / drainedCount : Number.NaN
     backlogSampler.running = false
@@ -355,6 +382,7 @@ const main = async (): Promise<number> => {
     const span = (result.endedAt - result.startedAt) / 1000
     return {
       name,
+      rules,
       rate: phaseRate,
       offered: Math.round(phaseRate * secs),
       accepted: result.accepted,
@@ -378,6 +406,7 @@ const main = async (): Promise<number> => {
       drainRate,
       drainCpu: serverCpuCell(drainCpu),
       cpuPerMessage,
+      totalCpuPerMessage,
       me: distribution(meTimes),
       greeting: distribution(greetingTimes),
       hostile
@@ -412,6 +441,42 @@ const main = async (): Promise<number> => {
       const many = await runPhase(`${spread.length} accounts at ${rate} msg/s`, to, true, seconds, rate)
       if (many !== undefined) phases.push(many)
     } else skipped.push(`${rate} msg/s over ${spread.length} accounts: the previous phase's backlog did not drain`)
+  }
+  // The rules step's cost (issue #34): the same phase without and with the account's rules, alternating.
+  const ruleIds: Array<number> = []
+  for (let i = 0; i < ruleCount; i++) {
+    const last = ruleMatches && i === ruleCount - 1
+    const answer = await burnbox.api("POST", "/api/v1/rules", token, {
+      name: `bench rule ${i}`,
+      position: i,
+      match: last ? { from: "bench.localhost" } : { body: `no message says ${i} zebras` },
+      actions: last ? [{ type: "star" }, ...(ruleReads ? [{ type: "mark_read" }] : [])] : [{ type: "archive" }]
+    })
+    if (answer.status !== 201) throw new Error(`POST /rules answered ${answer.status}: ${JSON.stringify(answer.body)}`)
+    ruleIds.push((answer.body as { id: number }).id)
+  }
+  const switchRules = async (enabled: boolean) => {
+    for (const id of ruleIds) {
+      const answer = await burnbox.api("PATCH", `/api/v1/rules/${id}`, token, { enabled })
+      if (answer.status !== 200) throw new Error(`PATCH /rules/${id} answered ${answer.status}`)
+    }
+  }
+  const ruleRuns: Array<Phase> = []
+  if (ruleCount > 0) {
+    for (let round = 1; round <= ruleRounds; round++) {
+      for (const rules of [0, ruleCount]) {
+        if (!drained()) {
+          skipped.push(`rules round ${round}: the previous phase's backlog did not drain`)
+          break
+        }
+        await switchRules(rules > 0)
+        const run = await runPhase(`one alias at ${rate} msg/s, ${rules} rules (round ${round})`, `${local}+rules@${domain}`, true, seconds, rate, rules)
+        if (run !== undefined) {
+          phases.push(run)
+          ruleRuns.push(run)
+        }
+      }
+    }
   }
   const loadAfter = loadAverage()
   await burnbox.closeDb(listener)
@@ -455,6 +520,42 @@ const main = async (): Promise<number> => {
     if (p.rate !== rate) continue
     const rateOk = p.achievedRate >= 0.95 * rate
     out.push(`  goal p50 <= ${goalP50} ms: ${p.notify.p50 <= goalP50 ? "MET" : "NOT MET"} (${ms(p.notify.p50)}); goal p99 <= ${goalP99} ms: ${p.notify.p99 <= goalP99 ? "MET" : "NOT MET"} (${ms(p.notify.p99)}); at ${rate} msg/s: ${rateOk ? "yes" : `NO, burnbox accepted only ${fmt(p.achievedRate)} msg/s`}`)
+  }
+  if (ruleRuns.length > 0) {
+    const of = (rules: number) => ruleRuns.filter((p) => p.rules === rules)
+    const summary = (rules: number) => {
+      const runs = of(rules)
+      return {
+        p50: median(runs.map((p) => p.notify.p50)),
+        p99: median(runs.map((p) => p.notify.p99)),
+        cpu: median(runs.map((p) => p.cpuPerMessage).filter(Number.isFinite)),
+        totalCpu: median(runs.map((p) => p.totalCpuPerMessage).filter(Number.isFinite)),
+        work: median(runs.map((p) => p.work.p50)),
+        store: median(runs.map((p) => p.store.p50))
+      }
+    }
+    const [without, withRules] = [summary(0), summary(ruleCount)]
+    out.push("")
+    out.push(`The rules step (issue #34): ${rate} msg/s on one alias, ${ruleRounds} rounds alternating 0 and ${ruleCount} rules (${ruleCount - 1} body conditions no message meets, ${ruleMatches ? `1 rule starring${ruleReads ? " and reading" : ""} every message` : "the last one too"})`)
+    out.push(table(["phase", "rules", "accepted/s", "NOTIFY p50", "p95", "p99", "store step p50", "cpu during load", "cpu ms/msg (load+drain)", "cpu ms/msg (drain)"], ruleRuns.map((p) => [
+      p.name,
+      fmt(p.rules),
+      fmt(p.achievedRate),
+      ms(p.notify.p50),
+      ms(p.notify.p95),
+      ms(p.notify.p99),
+      ms(p.store.p50),
+      p.serverCpu,
+      Number.isFinite(p.totalCpuPerMessage) ? fmt(p.totalCpuPerMessage, 2) : "-",
+      Number.isFinite(p.cpuPerMessage) ? fmt(p.cpuPerMessage, 2) : "-"
+    ])))
+    out.push(table(["median of the rounds", `0 rules`, `${ruleCount} rules`, "ratio"], [
+      ["NOTIFY p50 ms", ms(without.p50), ms(withRules.p50), ratio(without.p50, withRules.p50)],
+      ["NOTIFY p99 ms", ms(without.p99), ms(withRules.p99), ratio(without.p99, withRules.p99)],
+      ["store step -> NOTIFY p50 ms", ms(without.store), ms(withRules.store), ratio(without.store, withRules.store)],
+      ["CPU ms per message, load start to drain end (node+pg)", fmt(without.totalCpu, 2), fmt(withRules.totalCpu, 2), ratio(without.totalCpu, withRules.totalCpu)],
+      ["CPU ms per processed message (drain)", fmt(without.cpu, 2), fmt(withRules.cpu, 2), ratio(without.cpu, withRules.cpu)]
+    ]))
   }
   for (const s of skipped) out.push(`skipped: ${s}`)
   out.push("")

@@ -12,6 +12,7 @@ import { DesksGroup } from "./desks/Api.ts"
 import { MessagesGroup } from "./messages/Api.ts"
 import { SharingGroup } from "./sharing/Api.ts"
 import { NoticesGroup } from "./notices/Api.ts"
+import { RulesGroup } from "./rules/Api.ts"
 import { TagsGroup } from "./tags/Api.ts"
 import { TestMailGroup } from "./testmail/Api.ts"
 import { TokensGroup } from "./tokens/Api.ts"
@@ -30,6 +31,7 @@ export class BurnboxApi extends HttpApi.make("burnbox")
   .add(WebhooksGroup)
   .add(NoticesGroup)
   .add(DesksGroup)
+  .add(RulesGroup)
   .middleware(ValidationErrors)
   .prefix("/api/v1")
   .annotate(HttpApi.PayloadParseOptions, { onExcessProperty: "error", errors: "all" })

@@ -9,6 +9,7 @@ import type { DeskError } from "./desks/errors.ts"
 import type { MailDomainError } from "./domains/errors.ts"
 import type { MessageError } from "./messages/errors.ts"
 import type { PlanError } from "./plans/errors.ts"
+import type { RuleError } from "./rules/errors.ts"
 import type { SearchQueryError } from "./search/query.ts"
 import type { SharingError } from "./sharing/errors.ts"
 import type { TagError } from "./tags/errors.ts"
@@ -22,6 +23,7 @@ export * from "./desks/errors.ts"
 export * from "./domains/errors.ts"
 export * from "./messages/errors.ts"
 export * from "./plans/errors.ts"
+export * from "./rules/errors.ts"
 export * from "./sharing/errors.ts"
 export * from "./tags/errors.ts"
 export * from "./testmail/errors.ts"
@@ -36,6 +38,7 @@ export type DomainError =
   | MailDomainError
   | MessageError
   | PlanError
+  | RuleError
   | SearchQueryError
   | SharingError
   | TagError

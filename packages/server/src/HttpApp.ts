@@ -16,6 +16,7 @@ import { TestMailHttp } from "./testmail/TestMailHttp.ts"
 import { AuthHttp } from "./auth/AuthHttp.ts"
 import { SharingHttp } from "./sharing/SharingHttp.ts"
 import { TagsHttp } from "./tags/TagsHttp.ts"
+import { RulesHttp } from "./rules/RulesHttp.ts"
 import { TokensHttp } from "./tokens/TokensHttp.ts"
 import { WebhooksHttp } from "./webhooks/WebhooksHttp.ts"
 import { WellKnownRoutes } from "./webhooks/WellKnown.ts"
@@ -36,7 +37,7 @@ export const HttpRoutes = Layer.mergeAll(
     const api = withOpenApiSecurity(BurnboxApi, [{ url: config.siteUrl, description: "this burnbox" }])
     return Layer.mergeAll(
       HttpApiBuilder.layer(api, { openapiPath: "/api/v1/openapi.json" }).pipe(
-        Layer.provide([AuthHttp, TokensHttp, AccountHttp, TagsHttp, AliasesHttp, SharingHttp, MessagesHttp, TestMailHttp, WebhooksHttp, NoticesHttp, DesksHttp]),
+        Layer.provide([AuthHttp, TokensHttp, AccountHttp, TagsHttp, AliasesHttp, SharingHttp, MessagesHttp, TestMailHttp, WebhooksHttp, NoticesHttp, DesksHttp, RulesHttp]),
         Layer.provide([AuthenticationLive, ValidationErrorsLive])
       ),
       HttpApiScalar.layer(api, { path: "/docs" })

@@ -101,6 +101,8 @@ let ids: {
   readonly webhook: number
   readonly spareWebhook: number
   readonly delivery: number
+  readonly rule: number
+  readonly spareRule: number
 }
 /** The injected message as it read before the bad input: its detail and raw bytes. */
 let keptBefore: { readonly detail: unknown; readonly raw: string }
@@ -151,6 +153,11 @@ beforeAll(async () => {
     expect(answer.status, answer.text).toBe(201)
     return answer.body.webhook.id as number
   }
+  const rule = async (name: string) => {
+    const answer = await h.request("/rules", { method: "POST", ...who, body: { name, match: { subject: "never sent" }, actions: [{ type: "star" }] } })
+    expect(answer.status, answer.text).toBe(201)
+    return answer.body.id as number
+  }
   const hook = await webhook("fuzz")
   const queued = await h.request(`/webhooks/${hook}/test`, { method: "POST", ...who })
   expect(queued.status, queued.text).toBe(202)
@@ -165,7 +172,9 @@ beforeAll(async () => {
     spareToken,
     webhook: hook,
     spareWebhook: await webhook("spare"),
-    delivery: queued.body.delivery.id
+    delivery: queued.body.delivery.id,
+    rule: await rule("fuzz"),
+    spareRule: await rule("spare")
   }
   keptBefore = await readKept()
   doc = (await h.request<OpenApiDocument>("/api/v1/openapi.json")).body
@@ -232,6 +241,8 @@ const validParam = (op: Operation, name: string): string => {
       return String(spare ? ids.spareWebhook : ids.webhook)
     case "desk-mail":
       return String(ids.alias)
+    case "rules":
+      return String(spare ? ids.spareRule : ids.rule)
   }
   throw new Error(`no fixture for {${name}} of ${op.method} ${op.route}`)
 }
@@ -268,7 +279,9 @@ const validBodies = (): Readonly<Record<string, unknown>> => ({
   "POST /test/messages": { aliasId: ids.alias, from: "Fuzz <fuzz@example.com>", subject: "fuzz", text: "hello" },
   "POST /webhooks": { name: "fuzz", url: "https://hooks.example.com/fuzz", subscription: { mode: "label", label: "fuzz" } },
   "PATCH /webhooks/{id}": { name: "fuzz", subscription: { mode: "label", label: "fuzz" } },
-  "POST /desk-mail/{aliasId}": { to: "fuzz@example.com", subject: "fuzz", body: "hello", message_id: null }
+  "POST /desk-mail/{aliasId}": { to: "fuzz@example.com", subject: "fuzz", body: "hello", message_id: null },
+  "POST /rules": { name: "fuzz", match: { subject: "fuzz" }, actions: [{ type: "star" }] },
+  "PATCH /rules/{id}": { name: "fuzz", actions: [{ type: "mark_read" }] }
 })
 
 /** A small valid raw message, for operations that also read `message/rfc822`. */

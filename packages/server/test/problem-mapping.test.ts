@@ -52,6 +52,9 @@ import {
   TagNameTaken,
   TagNotFound,
   TagNotOwned,
+  RuleLimitReached,
+  RuleNotFound,
+  RuleReferenceRefused,
   TestMessagesPerDayReached,
   TokenExpiryNotInFuture,
   TokenLimitReached,
@@ -175,6 +178,13 @@ const cases: { readonly [Tag in DomainError["_tag"]]: readonly [Extract<DomainEr
 
   TagNotFound: [new TagNotFound({ tagId: 3 }), answer(404, "not_found", "Tag was not found.")],
   TagNameTaken: [new TagNameTaken({ name: "Receipts" }), answer(409, "tag_name_taken", "You already have a tag with this name.")],
+  // mail rules (#34)
+  RuleNotFound: [new RuleNotFound({ ruleId: 4 }), answer(404, "not_found", "Rule was not found.")],
+  RuleLimitReached: [new RuleLimitReached({ limit: 10 }), answer(409, "rule_limit_reached", "Your plan allows 10 mail rules; delete one first.")],
+  RuleReferenceRefused: [
+    new RuleReferenceRefused({ fields: { aliasId: "unknown_alias", actions: "unknown_tag" } }),
+    answer(422, "validation_failed", "A rule may name only your own aliases and tags; see fields.", { aliasId: "unknown_alias", actions: "unknown_tag" })
+  ],
   TagNotOwned: [
     new TagNotOwned({ tagIds: [3, 4], input: "tagIds" }),
     answer(422, "validation_failed", "Every tag must be one of your own tags.", { tagIds: "unknown_tag" })

@@ -33,6 +33,7 @@ import { OutboundHttp } from "./platform/OutboundHttp.ts"
 import { RateLimiter } from "./platform/RateLimiter.ts"
 import type { StartupFailure } from "./platform/Startup.ts"
 import { Realtime } from "./realtime/Realtime.ts"
+import { Rules } from "./rules/Rules.ts"
 import { Tags } from "./tags/Tags.ts"
 import { TestMail } from "./testmail/TestMail.ts"
 import { Tokens } from "./tokens/Tokens.ts"
@@ -110,6 +111,8 @@ export const storeLayer = (options: { readonly random: Layer.Layer<CandidateRand
     Aliases.layer,
     // sharing
     Shares.layer,
+    // mail rules (the pipeline walks them in MailQueue's store statement)
+    Rules.layer,
     // messages, notices
     Mailstore.layerNoDeps,
     // test mail: through Aliases and Mailstore, the instances above

@@ -108,6 +108,11 @@ const problems = {
   TagNameTaken: () => conflict("tag_name_taken", "You already have a tag with this name."),
   TagNotOwned: (e) => ValidationFailed.withFields({ [e.input]: "unknown_tag" }, "Every tag must be one of your own tags."),
 
+  // mail rules (#34)
+  RuleNotFound: () => NotFound.of("Rule"),
+  RuleLimitReached: (e) => conflict("rule_limit_reached", `Your plan allows ${e.limit} mail rules; delete one first.`),
+  RuleReferenceRefused: (e) => ValidationFailed.withFields(e.fields, "A rule may name only your own aliases and tags; see fields."),
+
   // test mail
   InvalidTestMessage: (e) => ValidationFailed.withFields(e.fields),
   TestMessagesPerDayReached: (e) =>

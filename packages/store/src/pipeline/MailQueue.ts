@@ -19,6 +19,8 @@ import { PipelineChannel } from "../messages/Mailstore.ts"
 import { eventRecord, insertEventRecords, type NewEvent, OutboxChannel } from "../webhooks/Outbox.ts"
 import { BlobStore } from "../platform/BlobStore.ts"
 import { publishFragment } from "../realtime/Realtime.ts"
+import { Entitlements } from "../plans/Entitlements.ts"
+import { ruleMarks, ruleReturning, ruleTrashSet, ruleWalk, walkedColumns } from "../rules/RuleWalk.ts"
 import { SearchIndex } from "../search/SearchIndex.ts"
 import { now } from "../platform/Time.ts"
 
@@ -98,14 +100,20 @@ const utf8 = new TextEncoder()
 
 /**
  * The batch's recordset as one UTF-8 JSON array, its rows' column bytes joined as they came from
- * the thread that worked each message (each row an object to which the id and the
- * authentication results are prefixed): no message's text is decoded or encoded again here.
+ * the thread that worked each message (each row an object to which the id, the owner, alias and
+ * address the rules step reads, and the authentication results are prefixed): no message's text is decoded or encoded again here.
  */
 const recordsetBytes = (batch: ReadonlyArray<ProcessedMessage>): Uint8Array => {
   const parts: Array<Uint8Array> = [utf8.encode("[")]
   batch.forEach(({ auth, mail, message }, i) => {
     // `columns` is a non-empty JSON object: `{"id":…,"auth":…,` takes the place of its `{`.
-    parts.push(utf8.encode(`${i === 0 ? "" : ","}{"id":${message.id},"auth":${JSON.stringify(auth)},`), mail.columns.subarray(1))
+    parts.push(
+      utf8.encode(
+        `${i === 0 ? "" : ","}{"id":${message.id},"account_id":${message.accountId},"alias_id":${message.aliasId},` +
+          `"alias_address":${JSON.stringify(message.alias.address)},"auth":${JSON.stringify(auth)},`
+      ),
+      mail.columns.subarray(1)
+    )
   })
   parts.push(utf8.encode("]"))
   return Buffer.concat(parts)
@@ -127,12 +135,13 @@ export class MailQueue extends Context.Service<MailQueue, {
   /** A wake-up each time mail is queued (at the accepting commit). */
   readonly wakeups: Effect.Effect<Queue.Dequeue<unknown, unknown>, never, Scope.Scope>
 }>()("burnbox/MailQueue") {
-  /** Needs BlobStore and SearchIndex besides the SQL client. */
+  /** Needs BlobStore, SearchIndex and Entitlements besides the SQL client. */
   static readonly layerNoDeps = Layer.effect(MailQueue, Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const pg = yield* PgClient.PgClient
     const blobs = yield* BlobStore
     const search = yield* SearchIndex
+    const entitlements = yield* Entitlements
     const inlineRaw = blobs.inlineRaw("c.id", InlineRawBytes)
 
     // This process's name on its connections (Database.ts processApplicationName), recorded with
@@ -187,8 +196,10 @@ export class MailQueue extends Context.Service<MailQueue, {
     /**
      * parse + index, realtime and webhook of `batch` in one statement: the UPDATE takes every
      * message still ours (the others were taken over), and only those get their events and
-     * their realtime notification. Answers the ids it stored. (rules: the account's mail rules
-     * run here once they exist, mailRuleCount; none yet.)
+     * their realtime notification. The rules step runs in it too (rules/RuleWalk.ts): the walk
+     * joins each recordset row, the UPDATE takes a rule's trash, and the marks' steps write the
+     * owner's marks, tags and unread count before the index step and the events' commit.
+     * Answers the ids it stored.
      */
     const storeStatement = (batch: ReadonlyArray<ProcessedMessage>, at: Date) =>
       SqlSchema.findAll({
@@ -204,18 +215,21 @@ export class MailQueue extends Context.Service<MailQueue, {
                 remote_image_count = u.remote_image_count, webhook_text_body = u.webhook_text_body,
                 headers = u.headers, otp_codes = u.otp_codes, verification_links = u.verification_links,
                 auth = u.auth, has_attachments = u.has_attachments,
-                processing_status = 'processed', processed_at = ${at}, failure_reason = NULL
+                processing_status = 'processed', processed_at = ${at}, failure_reason = NULL,
+                ${ruleTrashSet(sql, at)}
               FROM json_to_recordset(convert_from(${recordsetBytes(batch)}, 'UTF8')::json) AS u(
-                id int, sender_name text, sender_address text, subject text, snippet text, text_body text,
+                id int, ${sql.literal(walkedColumns)}, sender_name text, sender_address text, subject text, snippet text, text_body text,
                 html_original text, html_sanitized text, html_sanitized_remote text, remote_image_count int,
                 webhook_text_body text, headers jsonb, otp_codes jsonb, verification_links jsonb, auth jsonb,
                 has_attachments boolean, sender_text text, search_text text)
+              ${ruleWalk(sql, entitlements.column)}
               -- The ids as an array too: they are looked up by key, not found by scanning every
               -- message in the pipeline (the whole backlog) for the recordset's ids.
               WHERE m.id = ANY(${`{${batch.map((ready) => ready.message.id).join(",")}}`}::int[])
                 AND m.id = u.id AND m.processing_status = 'processing'
               RETURNING m.id, m.account_id, m.alias_id, m.received_at, m.has_attachments, m.trashed_at,
-                        m.subject, u.sender_text, u.search_text),
+                        m.subject, u.sender_text, u.search_text, ${ruleReturning(sql, at)}),
+            ${ruleMarks(sql, "stored")},
             indexed AS (${search.indexFragment("stored")}),
             appended AS (${insertEventRecords(
               sql,
@@ -291,6 +305,6 @@ export class MailQueue extends Context.Service<MailQueue, {
     return MailQueue.of({ claim, claimUpTo, readRaw, fail, store, takeOver, wakeups })
   }))
 
-  /** With its own BlobStore and SearchIndex. */
-  static readonly layer = MailQueue.layerNoDeps.pipe(Layer.provide([BlobStore.layer, SearchIndex.layer]))
+  /** With its own BlobStore, SearchIndex and Entitlements. */
+  static readonly layer = MailQueue.layerNoDeps.pipe(Layer.provide([BlobStore.layer, SearchIndex.layer, Entitlements.layer]))
 }

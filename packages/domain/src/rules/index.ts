@@ -1,0 +1,3 @@
+export * from "./Api.ts"
+export * from "./errors.ts"
+export * from "./Rule.ts"
