@@ -8,6 +8,7 @@ import { AccountGroup } from "./accounts/Api.ts"
 import { AliasesGroup } from "./aliases/Api.ts"
 import { ValidationErrors } from "./auth/Access.ts"
 import { AuthGroup } from "./auth/Api.ts"
+import { ExportsGroup } from "./exports/Api.ts"
 import { MessagesGroup } from "./messages/Api.ts"
 import { SharingGroup } from "./sharing/Api.ts"
 import { NoticesGroup } from "./notices/Api.ts"
@@ -25,6 +26,7 @@ export class BurnboxApi extends HttpApi.make("burnbox")
   .add(AliasesGroup)
   .add(SharingGroup)
   .add(MessagesGroup)
+  .add(ExportsGroup)
   .add(TestMailGroup)
   .add(WebhooksGroup)
   .add(NoticesGroup)

@@ -6,6 +6,7 @@
 import type { AccountError } from "./accounts/errors.ts"
 import type { AliasError } from "./aliases/errors.ts"
 import type { MailDomainError } from "./domains/errors.ts"
+import type { ExportError } from "./exports/errors.ts"
 import type { MessageError } from "./messages/errors.ts"
 import type { PlanError } from "./plans/errors.ts"
 import type { SearchQueryError } from "./search/query.ts"
@@ -18,6 +19,7 @@ import type { WebhookError } from "./webhooks/errors.ts"
 export * from "./accounts/errors.ts"
 export * from "./aliases/errors.ts"
 export * from "./domains/errors.ts"
+export * from "./exports/errors.ts"
 export * from "./messages/errors.ts"
 export * from "./plans/errors.ts"
 export * from "./sharing/errors.ts"
@@ -31,6 +33,7 @@ export type DomainError =
   | AccountError
   | AliasError
   | MailDomainError
+  | ExportError
   | MessageError
   | PlanError
   | SearchQueryError

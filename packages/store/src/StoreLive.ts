@@ -23,6 +23,7 @@ import { Messages } from "./messages/Messages.ts"
 import { MessageWaits } from "./messages/MessageWaits.ts"
 import { Notices } from "./notices/Notices.ts"
 import { Entitlements } from "./plans/Entitlements.ts"
+import { Exports } from "./exports/Exports.ts"
 import { MailQueue } from "./pipeline/MailQueue.ts"
 import type { BurnboxConfig } from "./platform/Config.ts"
 import { DatabaseUrl, MigratedDatabase, SqlLive } from "./platform/Database.ts"
@@ -109,6 +110,8 @@ export const storeLayer = (options: { readonly random: Layer.Layer<CandidateRand
     Aliases.layer,
     // sharing
     Shares.layer,
+    // exports: on the shared BlobStore and MailboxAccess, and the JobQueue below
+    Exports.layerNoDeps.pipe(Layer.provide(JobQueueOnFirstUse)),
     // messages, notices
     Mailstore.layerNoDeps,
     // test mail: through Aliases and Mailstore, the instances above
