@@ -6,4 +6,5 @@
 export * from "./BurnboxClient.ts"
 export * from "./BurnboxProblem.ts"
 export * from "./createClient.ts"
+export * from "./exports.ts"
 export * from "./verifyWebhook.ts"
