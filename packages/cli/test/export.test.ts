@@ -35,11 +35,11 @@ const burnbox = (args: ReadonlyArray<string>) =>
 
 /** Runs the program while building exports as they come due, as the worker's job would. */
 const withWorker = async (args: ReadonlyArray<string>) => {
-  let running = true
+  const state = { running: true }
   const program = burnbox(args).finally(() => {
-    running = false
+    state.running = false
   })
-  while (running) {
+  while (state.running) {
     await h.worker.buildExports()
     await new Promise((resolve) => setTimeout(resolve, 100))
   }
