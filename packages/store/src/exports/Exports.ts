@@ -175,8 +175,8 @@ export class Exports extends Context.Service<Exports, {
         )
         return yield* new ExportInProgress({ exportId: running[0]?.id ?? 0 })
       }
-      // Wakes a worker; the sweep takes it up anyway within a minute should this be lost.
-      yield* jobs.send(ExportsQueue)
+      // Wakes a worker; the sweep takes it up anyway within a minute, so a wake-up lost is only later.
+      yield* jobs.send(ExportsQueue).pipe(Effect.catchCause((cause) => Effect.logWarning("exports: the worker's wake-up was not sent", cause)))
       const { alias_id, ...item } = listItem(row)
       return { ...item, aliasId: alias_id } satisfies QueuedExport
     })
