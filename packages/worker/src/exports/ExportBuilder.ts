@@ -12,7 +12,7 @@
 import { createHash } from "node:crypto"
 import { emlFileName, type ExportManifest, type ManifestMessage } from "@burnbox/domain"
 import { BlobStore, type ClaimedExport, Exports } from "@burnbox/store"
-import { Cause, Effect, Exit, Option } from "effect"
+import { Cause, Effect, Exit, Fiber, Option } from "effect"
 import ZipStream from "zip-stream"
 
 /** Messages read per page, and the most mail bytes a page holds (a bigger message comes alone). */
@@ -75,14 +75,19 @@ const buildOne = (claimed: ClaimedExport) =>
     let written = 0
     let pending: Array<Buffer> = []
     let pendingBytes = 0
-    const flush = Effect.suspend(() => {
-      if (pendingBytes === 0) return Effect.void
+    // One piece is stored while the next is made (reading mail and storing the ZIP overlap in
+    // the database); at most one write is in flight, so pieces land in order.
+    let writing: Fiber.Fiber<void> | undefined
+    const settle = Effect.suspend(() => (writing === undefined ? Effect.void : Fiber.join(writing)))
+    const flush = Effect.gen(function*() {
+      if (pendingBytes === 0) return
       const piece = pending.length === 1 ? pending[0]! : Buffer.concat(pending, pendingBytes)
       const at = written
       written += pendingBytes
       pending = []
       pendingBytes = 0
-      return blobs.writeArchive(archive, at, piece)
+      yield* settle
+      writing = yield* Effect.forkChild(blobs.writeArchive(archive, at, piece))
     })
     const output = (chunks: ReadonlyArray<Buffer>) =>
       Effect.gen(function*() {
@@ -145,6 +150,7 @@ const buildOne = (claimed: ClaimedExport) =>
     yield* output(zip.add("manifest.json", Buffer.from(JSON.stringify(document, null, 2)), exportedAt))
     yield* output(yield* zip.finish())
     yield* flush
+    yield* settle
     yield* Effect.logDebug(`export ${claimed.id}: ${manifest.length} of ${total} messages, ${written} bytes`)
     yield* exports.finish(claimed, { size: written, sha256: hash.digest("hex") })
     return "ready" as const
