@@ -227,9 +227,13 @@ export class Exports extends Context.Service<Exports, {
       })
     }).pipe(Effect.withSpan("Exports.claim"))
 
-    /** The condition on `m` of the messages an export holds: what the account reads (its own and live shares), in the mailbox asked for, not in the trash, with bytes. */
+    /**
+     * The condition on `m` of the messages an export holds, not in the trash: the whole export is
+     * the account's own mailboxes (spec 4.7: "every own mailbox"); one mailbox asked for by id is
+     * any it reads now, a live share included (MailboxAccess decides).
+     */
     const selection = (claimed: ClaimedExport) =>
-      Effect.map(access.mailboxes(claimed.accountId, "read", "m"), (reachable) =>
+      Effect.map(access.mailboxes(claimed.accountId, "read", "m", { excludeShared: claimed.aliasId === null }), (reachable) =>
         sql`${reachable} AND m.trashed_at IS NULL
           AND ${claimed.aliasId === null ? sql`true` : sql`m.alias_id = ${claimed.aliasId}`}`)
 
