@@ -61,7 +61,12 @@ const benchmarks: ReadonlyArray<Benchmark> = [
     // maildev that cannot be installed shows as unavailable; the run does not fail.
     table: /^\| flows \(claim, mail, wait, code, burn\) +\| +flows\/s \|.*\n.*\n\| 2 jobs: burnbox +\| +[\d.,]+ \|.*\n\| 2 jobs: maildev 2\.2\.1 +\| +(unavailable|[\d.,]+) \|/m
   },
-  { script: "bench:html-limits", env: {}, args: ["nested at full depth"], table: /^shape \| MB \|/m }
+  { script: "bench:html-limits", env: {}, args: ["nested at full depth"], table: /^shape \| MB \|/m },
+  {
+    script: "bench:export",
+    env: { EXPORT_MESSAGES: "200", EXPORT_BIG_BYTES: "4194304", EXPORT_BIG_SIZE: "65536" },
+    table: /^\| export +\| +messages \|/m
+  }
 ]
 
 /** The command a root package.json script runs: `[ENV=value ...] node <file>`. */

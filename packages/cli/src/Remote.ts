@@ -1,11 +1,12 @@
 /**
- * `burnbox alias new|burn` and `burnbox mail wait` (decisions.md, "Waiting for mail"): commands
+ * `burnbox alias new|burn`, `burnbox mail wait` (decisions.md, "Waiting for mail") and `burnbox export` (Export.ts): commands
  * for test scripts and CI that talk to a running burnbox's API through `@burnbox/client`, with
  * BURNBOX_URL and BURNBOX_TOKEN, and answer with exit codes a shell can branch on (`ExitCode`).
  */
 import { BurnboxProblem, createClient } from "@burnbox/client"
 import { Effect } from "effect"
 import { type Args, CliError, flag, parseArgs } from "./Args.ts"
+import { exportCommand } from "./Export.ts"
 
 /** What a script sees in `$?`. */
 export const ExitCode = {
@@ -15,18 +16,22 @@ export const ExitCode = {
   /** Unknown command, missing or malformed flags. */
   usage: 2,
   /** BURNBOX_URL or BURNBOX_TOKEN unset, the token refused, the API unreachable or failing. */
-  api: 3
+  api: 3,
+  /** `export`: the downloaded archive does not match its manifest's hashes. */
+  corrupt: 4
 } as const
 
 export const remoteUsage = `Usage (against a running burnbox, with BURNBOX_URL and BURNBOX_TOKEN set):
   burnbox alias new [--domain D] [--style words|pronounceable|numeric] [--label L] [--json]
   burnbox alias burn ADDRESS [--json]
   burnbox mail wait --alias ADDRESS [--since DATE] [--timeout S] [--otp|--link|--json]
-Exit codes: 0 ok, 1 time-out or not found, 2 usage error, 3 configuration, token or API error.
+  burnbox export [--alias ADDRESS] --out FILE [--timeout S] [--json]
+Exit codes: 0 ok, 1 time-out or not found, 2 usage error, 3 configuration, token or API error,
+4 the exported archive does not match its manifest.
 `
 
 /** Why a remote command stopped: the exit code, a Problem-shaped code and one line for people. */
-class RemoteFailure {
+export class RemoteFailure {
   readonly exit: number
   readonly code: string
   readonly message: string
@@ -39,12 +44,12 @@ class RemoteFailure {
   }
 }
 
-const usageError = (message: string) => new RemoteFailure(ExitCode.usage, "usage", message)
+export const usageError = (message: string) => new RemoteFailure(ExitCode.usage, "usage", message)
 
 const styles = ["words", "pronounceable", "numeric"] as const
 type Style = (typeof styles)[number]
 
-const connect = () => {
+export const connect = () => {
   const baseUrl = process.env["BURNBOX_URL"] ?? ""
   const token = process.env["BURNBOX_TOKEN"] ?? ""
   if (baseUrl === "") throw new RemoteFailure(ExitCode.api, "missing_url", "BURNBOX_URL is not set; export the API's address, e.g. BURNBOX_URL=http://127.0.0.1:8080/api/v1")
@@ -66,9 +71,9 @@ const fromClient = (error: unknown): RemoteFailure => {
   return new RemoteFailure(ExitCode.api, error.code, `the API answered ${status}${error.code}: ${error.message}`, error.fields)
 }
 
-const call = <A>(run: () => Promise<A>) => Effect.tryPromise({ try: run, catch: fromClient })
+export const call = <A>(run: () => Promise<A>) => Effect.tryPromise({ try: run, catch: fromClient })
 
-const positiveSeconds = (args: Args, name: string, fallback: number) => {
+export const positiveSeconds = (args: Args, name: string, fallback: number) => {
   const value = flag(args, name)
   if (value === undefined) return fallback
   const seconds = Number(value)
@@ -138,6 +143,7 @@ const dispatch = (argv: ReadonlyArray<string>): Effect.Effect<unknown, RemoteFai
   const [group, action, ...rest] = argv
   let args: Args
   try {
+    if (group === "export") return exportCommand(parseArgs(argv.slice(1)))
     args = parseArgs(rest)
   } catch (error) {
     throw usageError(error instanceof CliError ? error.message : String(error))

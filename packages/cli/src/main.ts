@@ -1,6 +1,6 @@
 /**
  * The `burnbox` program (decisions.md): start | serve | ingest | worker | migrate | admin, and
- * the API commands alias new | alias burn | mail wait (Remote.ts). Each group is loaded only
+ * the API commands alias new | alias burn | mail wait | export (Remote.ts, Export.ts). Each group is loaded only
  * when asked for: a CI script's `burnbox mail wait` does not load the server.
  */
 import { readFileSync } from "node:fs"
@@ -45,7 +45,11 @@ Against a running burnbox's API (BURNBOX_URL, BURNBOX_TOKEN), for test scripts a
   burnbox alias burn ADDRESS [--json]
   burnbox mail wait --alias ADDRESS [--since DATE] [--timeout S] [--otp|--link|--json]
                              prints the first matching message's code, link or detail
-  Exit codes: 0 ok, 1 time-out or not found, 2 usage error, 3 configuration, token or API error.
+  burnbox export [--alias ADDRESS] --out FILE [--timeout S] [--json]
+                             export the mailbox (Pro) as a ZIP of .eml files and manifest.json:
+                             progress bar (JSON lines with --json), download, hashes checked
+  Exit codes: 0 ok, 1 time-out or not found, 2 usage error, 3 configuration, token or API error,
+  4 the exported archive does not match its manifest.
 `
 
 /** Logs go to stderr, so stdout carries only what a command prints. */
@@ -72,6 +76,7 @@ const main = (argv: ReadonlyArray<string>) => {
       return Effect.promise(() => import("./Service.ts")).pipe(Effect.flatMap(({ service }) => service(command, rest)))
     case "alias":
     case "mail":
+    case "export":
       return Effect.promise(() => import("./Remote.ts")).pipe(Effect.flatMap(({ remote }) => remote(argv)))
     case undefined:
     case "help":

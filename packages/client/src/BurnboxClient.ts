@@ -12,6 +12,7 @@ import type * as Aliases from "@burnbox/domain/aliases/Alias"
 import * as Messages from "@burnbox/domain/messages/Message"
 import type * as Webhooks from "@burnbox/domain/webhooks/Webhook"
 import { BurnboxProblem, problems } from "./BurnboxProblem.ts"
+import { type ExportsShape, makeExports } from "./exports.ts"
 
 /** The client derived from the contract: one method per endpoint, grouped as the API is. */
 export type RawClient = HttpApiClient.ForApi<typeof BurnboxApi>
@@ -84,6 +85,7 @@ export interface BurnboxClientShape {
   readonly testMessages: {
     readonly inject: (input: InjectInput) => Effect.Effect<InjectedTestMessage, BurnboxProblem>
   }
+  readonly exports: ExportsShape
   readonly webhooks: {
     readonly list: () => Effect.Effect<WebhookList, BurnboxProblem>
     readonly create: (input: CreateWebhook) => Effect.Effect<WebhookWithSecret, BurnboxProblem>
@@ -148,10 +150,9 @@ export const make = Effect.fnUntraced(function*(options: ClientOptions) {
   const token = options.token === undefined
     ? undefined
     : Redacted.isRedacted(options.token) ? options.token : Redacted.make(options.token)
-  const raw: RawClient = yield* HttpApiClient.make(BurnboxApi, {
-    baseUrl: apiOrigin(options.baseUrl),
-    transformClient: token === undefined ? undefined : HttpClient.mapRequest(HttpClientRequest.bearerToken(token))
-  })
+  const authorize = token === undefined ? undefined : HttpClient.mapRequest(HttpClientRequest.bearerToken(token))
+  const raw: RawClient = yield* HttpApiClient.make(BurnboxApi, { baseUrl: apiOrigin(options.baseUrl), transformClient: authorize })
+  const http = yield* HttpClient.HttpClient
 
   const find = Effect.fn("BurnboxClient.aliases.find")(function*(address: string) {
     const { items } = yield* problems(raw.aliases.list({ query: { includeBurned: "true" } }))
@@ -295,6 +296,7 @@ export const make = Effect.fnUntraced(function*(options: ClientOptions) {
     aliases: { create, burn, find },
     messages: { wait, get, list },
     testMessages: { inject },
+    exports: makeExports(raw, authorize === undefined ? http : authorize(http), apiOrigin(options.baseUrl)),
     webhooks: {
       list: () => problems(raw.webhooks.list()).pipe(Effect.withSpan("BurnboxClient.webhooks.list")),
       create: (input: CreateWebhook) => problems(raw.webhooks.create({ payload: input })).pipe(Effect.withSpan("BurnboxClient.webhooks.create")),

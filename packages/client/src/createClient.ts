@@ -2,7 +2,7 @@
  * The Promise face of @burnbox/client, for test suites and programs that do not use Effect:
  * the same conveniences as BurnboxClient, each a Promise that rejects with a BurnboxProblem.
  */
-import { Cause, Effect, Exit, Layer, Option } from "effect"
+import { Cause, Effect, Exit, Layer, Option, Stream } from "effect"
 import { FetchHttpClient } from "effect/http"
 import {
   type Alias,
@@ -22,6 +22,7 @@ import {
   type WebhookWithSecret
 } from "./BurnboxClient.ts"
 import { type BurnboxProblem, toProblem } from "./BurnboxProblem.ts"
+import type { ExportDetail, ExportState, QueuedExport, WaitForExportOptions } from "./exports.ts"
 
 export interface CreateClientOptions extends ClientOptions {
   /** The fetch to send requests with; the global one when omitted. */
@@ -45,6 +46,17 @@ export interface Client {
   }
   readonly testMessages: {
     readonly inject: (input: InjectInput) => Promise<InjectedTestMessage>
+  }
+  readonly exports: {
+    readonly create: (options?: { readonly aliasId?: number | undefined }) => Promise<QueuedExport>
+    readonly get: (id: number) => Promise<ExportState>
+    readonly wait: (id: number, options?: WaitForExportOptions) => Promise<ExportDetail>
+    /** The ZIP from `offset` (a range request when not 0): its whole size, where the body starts, and the body. */
+    readonly download: (id: number, options?: { readonly offset?: number | undefined }) => Promise<{
+      readonly size: number
+      readonly offset: number
+      readonly body: ReadableStream<Uint8Array>
+    }>
   }
   readonly webhooks: {
     readonly list: () => Promise<WebhookList>
@@ -83,6 +95,13 @@ export const createClient = (options: CreateClientOptions): Client => {
     },
     testMessages: {
       inject: (input) => run(client.testMessages.inject(input))
+    },
+    exports: {
+      create: (createOptions) => run(client.exports.create(createOptions)),
+      get: (id) => run(client.exports.get(id)),
+      wait: (id, waitOptions) => run(client.exports.wait(id, waitOptions)),
+      download: (id, downloadOptions) =>
+        run(Effect.map(client.exports.download(id, downloadOptions), (d) => ({ size: d.size, offset: d.offset, body: Stream.toReadableStream(d.bytes) })))
     },
     webhooks: {
       list: () => run(client.webhooks.list()),

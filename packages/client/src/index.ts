@@ -6,5 +6,6 @@
 export * from "./BurnboxClient.ts"
 export * from "./BurnboxProblem.ts"
 export * from "./createClient.ts"
+export * from "./exports.ts"
 export * from "./verifyWebhook.ts"
 export * from "./rules.ts"

@@ -9,6 +9,7 @@ import { AliasesGroup } from "./aliases/Api.ts"
 import { ValidationErrors } from "./auth/Access.ts"
 import { AuthGroup } from "./auth/Api.ts"
 import { DesksGroup } from "./desks/Api.ts"
+import { ExportsGroup } from "./exports/Api.ts"
 import { MessagesGroup } from "./messages/Api.ts"
 import { SharingGroup } from "./sharing/Api.ts"
 import { NoticesGroup } from "./notices/Api.ts"
@@ -27,6 +28,7 @@ export class BurnboxApi extends HttpApi.make("burnbox")
   .add(AliasesGroup)
   .add(SharingGroup)
   .add(MessagesGroup)
+  .add(ExportsGroup)
   .add(TestMailGroup)
   .add(WebhooksGroup)
   .add(NoticesGroup)

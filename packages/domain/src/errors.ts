@@ -7,6 +7,7 @@ import type { AccountError } from "./accounts/errors.ts"
 import type { AliasError } from "./aliases/errors.ts"
 import type { DeskError } from "./desks/errors.ts"
 import type { MailDomainError } from "./domains/errors.ts"
+import type { ExportError } from "./exports/errors.ts"
 import type { MessageError } from "./messages/errors.ts"
 import type { PlanError } from "./plans/errors.ts"
 import type { RuleError } from "./rules/errors.ts"
@@ -21,6 +22,7 @@ export * from "./accounts/errors.ts"
 export * from "./aliases/errors.ts"
 export * from "./desks/errors.ts"
 export * from "./domains/errors.ts"
+export * from "./exports/errors.ts"
 export * from "./messages/errors.ts"
 export * from "./plans/errors.ts"
 export * from "./rules/errors.ts"
@@ -36,6 +38,7 @@ export type DomainError =
   | AliasError
   | DeskError
   | MailDomainError
+  | ExportError
   | MessageError
   | PlanError
   | RuleError

@@ -10,6 +10,7 @@ import { HotReadsMiddleware } from "./platform/HotReads.ts"
 import { AccountHttp } from "./accounts/AccountHttp.ts"
 import { AliasesHttp } from "./aliases/AliasesHttp.ts"
 import { DesksHttp } from "./desks/DesksHttp.ts"
+import { ExportsHttp } from "./exports/ExportsHttp.ts"
 import { MessagesHttp } from "./messages/MessagesHttp.ts"
 import { NoticesHttp } from "./notices/NoticesHttp.ts"
 import { TestMailHttp } from "./testmail/TestMailHttp.ts"
@@ -37,7 +38,7 @@ export const HttpRoutes = Layer.mergeAll(
     const api = withOpenApiSecurity(BurnboxApi, [{ url: config.siteUrl, description: "this burnbox" }])
     return Layer.mergeAll(
       HttpApiBuilder.layer(api, { openapiPath: "/api/v1/openapi.json" }).pipe(
-        Layer.provide([AuthHttp, TokensHttp, AccountHttp, TagsHttp, AliasesHttp, SharingHttp, MessagesHttp, TestMailHttp, WebhooksHttp, NoticesHttp, DesksHttp, RulesHttp]),
+        Layer.provide([AuthHttp, TokensHttp, AccountHttp, TagsHttp, AliasesHttp, SharingHttp, MessagesHttp, TestMailHttp, WebhooksHttp, NoticesHttp, DesksHttp, RulesHttp, ExportsHttp]),
         Layer.provide([AuthenticationLive, ValidationErrorsLive])
       ),
       HttpApiScalar.layer(api, { path: "/docs" })

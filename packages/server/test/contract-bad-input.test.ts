@@ -225,8 +225,8 @@ const validParam = (op: Operation, name: string): string => {
   const resource = op.route.split("/")[1]
   if (name === "messageId") return String(ids.kept)
   if (name === "attachmentId") return String(ids.attachment)
-  // No share or invitation exists in this file: any id answers 404.
-  if (name === "shareId" || resource === "shares") return "1"
+  // No share, invitation or export exists in this file: any id answers 404.
+  if (name === "shareId" || resource === "shares" || resource === "exports") return "1"
   if (op.route.startsWith("/webhooks/deliveries/")) return String(ids.delivery)
   switch (resource) {
     case "tokens":
@@ -277,6 +277,7 @@ const validBodies = (): Readonly<Record<string, unknown>> => ({
   "POST /messages/bulk": { ids: [ids.kept], action: "mark_unread" },
   "PUT /messages/{id}/remote-images/preference": { alwaysLoad: false },
   "POST /test/messages": { aliasId: ids.alias, from: "Fuzz <fuzz@example.com>", subject: "fuzz", text: "hello" },
+  "POST /exports": { aliasId: ids.alias },
   "POST /webhooks": { name: "fuzz", url: "https://hooks.example.com/fuzz", subscription: { mode: "label", label: "fuzz" } },
   "PATCH /webhooks/{id}": { name: "fuzz", subscription: { mode: "label", label: "fuzz" } },
   "POST /desk-mail/{aliasId}": { to: "fuzz@example.com", subject: "fuzz", body: "hello", message_id: null },

@@ -36,6 +36,8 @@ import {
   InvalidTestMessage,
   InvitationNotFound,
   MessageNotFound,
+  ExportInProgress,
+  ExportNotFound,
   NotFound,
   PinLimitReached,
   type ProblemBody,
@@ -144,6 +146,8 @@ const cases: { readonly [Tag in DomainError["_tag"]]: readonly [Extract<DomainEr
   ShareGrantNotFound: [new ShareGrantNotFound({ aliasId: 7, subjectId: 2 }), answer(404, "not_found", "Share grant was not found.")],
 
   MessageNotFound: [new MessageNotFound({ messageId: 11 }), answer(404, "not_found", "Message was not found.")],
+  ExportNotFound: [new ExportNotFound({ exportId: 4 }), answer(404, "not_found", "Export was not found.")],
+  ExportInProgress: [new ExportInProgress({ exportId: 4 }), answer(409, "export_in_progress", "Export 4 is still being built; wait for it to finish.")],
   PinLimitReached: [new PinLimitReached({ limit: 3 }), answer(409, "max_pinned_reached", "Your plan keeps at most 3 pinned messages; unpin one first.")],
   BulkTagActionWithoutTag: [
     new BulkTagActionWithoutTag({ action: "remove_tag" }),

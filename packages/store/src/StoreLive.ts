@@ -24,6 +24,7 @@ import { Messages } from "./messages/Messages.ts"
 import { MessageWaits } from "./messages/MessageWaits.ts"
 import { Notices } from "./notices/Notices.ts"
 import { Entitlements } from "./plans/Entitlements.ts"
+import { Exports } from "./exports/Exports.ts"
 import { MailQueue } from "./pipeline/MailQueue.ts"
 import type { BurnboxConfig } from "./platform/Config.ts"
 import { DatabaseUrl, MigratedDatabase, SqlLive } from "./platform/Database.ts"
@@ -113,6 +114,8 @@ export const storeLayer = (options: { readonly random: Layer.Layer<CandidateRand
     Shares.layer,
     // mail rules (the pipeline walks them in MailQueue's store statement)
     Rules.layer,
+    // exports: on the shared BlobStore and MailboxAccess, and the JobQueue below
+    Exports.layerNoDeps.pipe(Layer.provide(JobQueueOnFirstUse)),
     // messages, notices
     Mailstore.layerNoDeps,
     // test mail: through Aliases and Mailstore, the instances above

@@ -9,7 +9,7 @@ import { fileURLToPath } from "node:url"
 import { PgClient } from "@effect/sql-pg"
 import { HotReads, httpListener } from "@burnbox/server"
 import { SmtpListener, smtpListener } from "@burnbox/ingest"
-import { DnsResolver, MailWorkers, type MailWorkLimits, PipelineLive, retention } from "@burnbox/worker"
+import { type BuildOutcome, buildExports, DnsResolver, MailWorkers, type MailWorkLimits, PipelineLive, retention, sweepExports } from "@burnbox/worker"
 import { Accounts, AccountSnapshots, Aliases, Mailstore, Realtime, BurnboxConfig, DatabaseUrl, freePort, type BurnboxSettings, CandidateRandom, processApplicationName, storeLayer, withClient, withDatabase, type HostResolver, TargetResolver } from "@burnbox/store"
 import { seededRandom } from "@burnbox/domain/aliases/index"
 import { Clock, Context, Effect, Exit, Layer, Option, Redacted, Scope } from "effect"
@@ -80,6 +80,10 @@ export interface Harness {
     readonly purgeExpired: () => Promise<number>
     /** The scheduled `retention` job's handler (messages past retention, then desk Sent records past 90 days); answers the messages purged. */
     readonly retention: () => Promise<number>
+    /** The `exports` job: builds every export due (an abort stops it as a worker's shutdown does). */
+    readonly buildExports: (options?: { readonly signal?: AbortSignal }) => Promise<ReadonlyArray<BuildOutcome>>
+    /** The `exports-sweep` job: expires exports past their window, then builds what is due. */
+    readonly sweepExports: () => Promise<{ expired: number; due: number; built: number }>
   }
   readonly close: () => Promise<void>
 }
@@ -165,8 +169,8 @@ export const startHarness = async (
   // Writes made on another connection or by another process reach the API's account
   // snapshots by notification; the helpers below forget them at once so tests need not wait.
   const snapshots = Context.get(context, AccountSnapshots)
-  const runInHarness = <A>(effect: Effect.Effect<A>) =>
-    Effect.runPromise(Effect.provideService(effect, Clock.Clock, clock)).finally(() => snapshots.forgetAll())
+  const runInHarness = <A>(effect: Effect.Effect<A>, signal?: AbortSignal) =>
+    Effect.runPromise(Effect.provideService(effect, Clock.Clock, clock), signal === undefined ? undefined : { signal }).finally(() => snapshots.forgetAll())
   if (!("port" in address)) throw new Error("expected a TCP address")
   const origin = `http://127.0.0.1:${address.port}`
   const baseUrl = `${origin}/api/v1`
@@ -271,7 +275,9 @@ export const startHarness = async (
       sweepReservations: () => runInHarness(aliases.sweepReservations),
       reconcilePlan: (accountId) => runInHarness(aliases.reconcilePlan(accountId)),
       purgeExpired: () => runInHarness(mailstore.purgeExpired),
-      retention: () => runInHarness(Effect.provideContext(retention, context))
+      retention: () => runInHarness(Effect.provideContext(retention, context)),
+      buildExports: (stop) => runInHarness(Effect.provideContext(buildExports, context), stop?.signal),
+      sweepExports: () => runInHarness(Effect.provideContext(sweepExports, context))
     },
     close: async () => {
       await pool.end()

@@ -8,7 +8,7 @@
  * `FakeMail.ts` (realistic verification mail, raw or as a test-mail request), `Inject.ts` (mail
  * into a harness by the API or SMTP, and waiting for the pipeline), `ApiSteps.ts` (claim an
  * alias, read messages), `HostileMail.ts` (pathological mail for the hostile-mail tests),
- * `Shapes.ts`, the global setup (one embedded PostgreSQL per run) and reporter.
+ * `Shapes.ts`, `Zip.ts` (an export ZIP's entries), the global setup (one embedded PostgreSQL per run) and reporter.
  */
 export * from "./ApiSteps.ts"
 export * from "./FakeMail.ts"
@@ -22,3 +22,4 @@ export * from "./Relay.ts"
 export * from "./ServiceProcess.ts"
 export * from "./SmtpClient.ts"
 export * from "./StoreTesting.ts"
+export * from "./Zip.ts"

@@ -9,8 +9,12 @@
  * - `retention`, every five minutes: delete messages past their retention with their bytes, and
  *   protected-desk Sent records older than 90 days.
  * - `maintenance`, hourly: forget ended candidate reservations and expired rate windows.
+ * - `exports`, sent by each POST /exports: build every export due (exports/ExportBuilder.ts).
+ * - `exports-sweep`, every minute: expire exports past their 24 hours (bytes deleted), and build
+ *   what is due (a lost wake-up, an export whose worker died: its lease lapsed).
  */
-import { Aliases, Desks, JobQueue, Mailstore, RateLimiter } from "@burnbox/store"
+import { Aliases, Desks, ExportsQueue, ExportsSweepQueue, JobQueue, Mailstore, RateLimiter } from "@burnbox/store"
+import { buildExports, sweepExports } from "./exports/ExportBuilder.ts"
 import { DnsResolver } from "./pipeline/MailAuth.ts"
 import { MailWorkers } from "./pipeline/MailWorkers.ts"
 import { PipelineLive } from "./pipeline/Pipeline.ts"
@@ -55,9 +59,13 @@ export const ScheduledJobsLive = Layer.effectDiscard(Effect.gen(function*() {
   yield* jobs.schedule(Queues.timers, "* * * * *")
   yield* jobs.schedule(Queues.retention, "*/5 * * * *")
   yield* jobs.schedule(Queues.maintenance, "17 * * * *")
+  yield* jobs.work(ExportsQueue, buildExports)
+  yield* jobs.work(ExportsSweepQueue, sweepExports)
+  yield* jobs.schedule(ExportsSweepQueue, "* * * * *")
+  yield* jobs.send(ExportsSweepQueue)
   // A worker that was down catches up on timers at once instead of at the next minute.
   yield* jobs.send(Queues.timers)
-  yield* Effect.logInfo("worker started (message pipeline; pg-boss: alias-timers every minute, retention every 5 minutes, maintenance hourly)")
+  yield* Effect.logInfo("worker started (message pipeline; pg-boss: alias-timers every minute, retention every 5 minutes, maintenance hourly, exports on request and swept every minute)")
 }))
 
 /**

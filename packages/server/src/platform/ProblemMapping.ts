@@ -74,6 +74,10 @@ const problems = {
   FeatureNotInPlan: (e) => Forbidden.plan(featureNames[e.feature]),
   QuotaExceeded: () => ValidationFailed.withFields({ body: "exceeds_storage_quota" }, "The message is larger than your whole storage quota."),
 
+  // exports (#33): one at a time per account; a stranger's or an unready export is not found
+  ExportNotFound: () => NotFound.of("Export"),
+  ExportInProgress: (e) => conflict("export_in_progress", `Export ${e.exportId} is still being built; wait for it to finish.`),
+
   // messages
   MessageNotFound: () => NotFound.of("Message"),
   PinLimitReached: (e) => conflict("max_pinned_reached", `Your plan keeps at most ${e.limit} pinned messages; unpin one first.`),

@@ -127,6 +127,18 @@ export class BlobStore extends Context.Service<BlobStore, {
    * to do. An object store removes their objects here.
    */
   readonly messagesDestroyed: (messageIds: ReadonlyArray<number>) => Effect.Effect<void, SqlError.SqlError>
+
+  // Export archives (#33): a ZIP written piece by piece as it is built, read back in ranges.
+  /** The raw bytes of messages, by id (those that have them). */
+  readonly readRaws: (messageIds: ReadonlyArray<number>) => Effect.Effect<ReadonlyMap<number, Uint8Array>>
+  /** A new, empty archive; answers its key. */
+  readonly createArchive: Effect.Effect<number>
+  /** Writes `bytes` at `offset` of the archive. */
+  readonly writeArchive: (archive: number, offset: number, bytes: Uint8Array) => Effect.Effect<void>
+  /** `length` bytes of the archive from `offset` (fewer at its end). */
+  readonly readArchive: (archive: number, offset: number, length: number) => Effect.Effect<Uint8Array>
+  /** Deletes the archive (nothing when it is gone already). */
+  readonly removeArchive: (archive: number) => Effect.Effect<void>
 }>()("burnbox/BlobStore") {
   /** Message bytes in PostgreSQL (`message_raw`, `attachments`). */
   static readonly layer = Layer.effect(BlobStore, Effect.gen(function*() {
@@ -240,7 +252,36 @@ export class BlobStore extends Context.Service<BlobStore, {
     const removeAttachments = (messageIds: ReadonlyArray<number>) =>
       messageIds.length === 0 ? Effect.void : sql`DELETE FROM attachments WHERE message_id IN ${sql.in(messageIds)}`.pipe(Effect.asVoid)
 
+    const RawOf = Schema.Struct({ message_id: Schema.Int, raw: Schema.Uint8Array })
+    const decodeRaws = rowsDecoder(RawOf)
+    const readRaws = (messageIds: ReadonlyArray<number>) =>
+      messageIds.length === 0
+        ? Effect.succeed(new Map<number, Uint8Array>())
+        : sql`SELECT message_id, raw FROM message_raw WHERE message_id IN ${sql.in(messageIds)}`.pipe(
+          Effect.flatMap(decodeRaws),
+          Effect.map((rows) => new Map(rows.map((row) => [row.message_id, row.raw]))),
+          Effect.orDie
+        )
+    // Archives are large objects: written and read a piece at a time, never whole in memory.
+    const createArchive = createLargeObject.pipe(Effect.orDie)
+    const writeArchive = (archive: number, offset: number, bytes: Uint8Array) =>
+      sql`SELECT lo_put(${PgTypes.oid(archive)}, ${offset}, ${bytes})`.pipe(Effect.asVoid, Effect.orDie)
+    const decodePiece = rowsDecoder(Schema.Struct({ piece: Schema.Uint8Array }))
+    const readArchive = (archive: number, offset: number, length: number) =>
+      sql`SELECT lo_get(${PgTypes.oid(archive)}, ${offset}, ${length}) AS piece`.pipe(
+        Effect.flatMap(decodePiece),
+        Effect.map((rows) => rows[0]!.piece),
+        Effect.orDie
+      )
+    const removeArchive = (archive: number) =>
+      sql`SELECT lo_unlink(oid) FROM pg_largeobject_metadata WHERE oid = ${PgTypes.oid(archive)}`.pipe(Effect.asVoid, Effect.orDie)
+
     return BlobStore.of({
+      readRaws,
+      createArchive,
+      writeArchive,
+      readArchive,
+      removeArchive,
       readRaw,
       inlineRaw,
       attachments,

@@ -1,0 +1,3 @@
+export * from "./Api.ts"
+export * from "./Export.ts"
+export * from "./errors.ts"
