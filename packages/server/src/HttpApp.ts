@@ -18,6 +18,7 @@ import { TagsHttp } from "./tags/TagsHttp.ts"
 import { TokensHttp } from "./tokens/TokensHttp.ts"
 import { WebhooksHttp } from "./webhooks/WebhooksHttp.ts"
 import { WellKnownRoutes } from "./webhooks/WellKnown.ts"
+import { MercureHubRoutes } from "./realtime/MercureHub.ts"
 import { ProblemRouting } from "./platform/ProblemRouting.ts"
 import { ValidationErrorsLive } from "./platform/Validation.ts"
 
@@ -42,7 +43,8 @@ export const HttpRoutes = Layer.mergeAll(
     )
   })),
   ProblemRouting,
-  WellKnownRoutes
+  WellKnownRoutes,
+  MercureHubRoutes
 )
 
 /** Node's HTTP server on host:port. */
