@@ -4,7 +4,7 @@
  * with Last-Event-ID receives what it missed; other topics are refused; updates published by
  * another process (its own pool and LISTEN) reach this one's subscribers.
  */
-import { type Caller, claimAlias, type Harness, injectMail, openSse, processed, type Session, sendMail, startHarness } from "@burnbox/testkit"
+import { type Caller, claimAlias, type Harness, injectMail, shareMailbox, openSse, processed, type Session, sendMail, startHarness } from "@burnbox/testkit"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 
 let h: Harness
@@ -128,7 +128,81 @@ describe("GET /.well-known/mercure", () => {
   })
 })
 
+describe("changes", () => {
+  it("an alias claimed, paused, resumed and burned, and a reader's own message state", async () => {
+    const sse = await subscribe(h, owner, topicOf(h, owner))
+    try {
+      const alias = await claimAlias(h, who)
+      expect((await sse.next((e) => e.data.aliasId === alias.id)).data.type).toBe("alias.claimed")
+      for (const [body, type] of [[{ status: "paused" }, "alias.paused"], [{ status: "active" }, "alias.resumed"]] as const) {
+        const answer = await h.request(`/aliases/${alias.id}`, { method: "PATCH", ...who, body })
+        expect(answer.status, answer.text).toBe(200)
+        expect((await sse.next((e) => e.data.aliasId === alias.id)).data.type).toBe(type)
+      }
+      const id = await injectMail(h, who, alias.id)
+      await sse.next((e) => e.data.messageId === id)
+      const read = await h.request(`/messages/${id}`, { method: "PATCH", ...who, body: { isRead: true } })
+      expect(read.status, read.text).toBe(200)
+      expect((await sse.next((e) => e.data.type === "message.changed")).data).toEqual({ topic: topicOf(h, owner), type: "message.changed", aliasId: alias.id, messageIds: [id] })
+      const trashed = await h.request(`/messages/${id}`, { method: "DELETE", ...who })
+      expect(trashed.status, trashed.text).toBe(204)
+      expect((await sse.next((e) => e.data.type === "message.changed")).data.messageIds).toEqual([id])
+      const burned = await h.request(`/aliases/${alias.id}/burn`, { method: "POST", ...who })
+      expect(burned.status, burned.text).toBeLessThan(300)
+      expect((await sse.next((e) => e.data.aliasId === alias.id && e.data.type !== "message.changed")).data.type).toBe("alias.burned")
+    } finally {
+      sse.close()
+    }
+  })
+
+  it("a guest's topic hears its shared mailbox's mail but not the owner's own state; a share stopping ends the stream", async () => {
+    const guest = await h.signup({ plan: "free" })
+    const alias = await claimAlias(h, who)
+    const started = await subscribe(h, guest, topicOf(h, guest))
+    const shareId = await shareMailbox(h, who, { session: guest }, { aliasId: alias.id, email: guest.email, role: "viewer" })
+    // The share starting is told, then the stream ends: EventSource reconnects and reads the mailboxes again.
+    expect((await started.next()).data).toEqual({ topic: topicOf(h, guest), type: "share.started", aliasId: alias.id })
+    await expect(started.next(undefined, 5000)).rejects.toThrow(/ended/)
+
+    const sse = await subscribe(h, guest, topicOf(h, guest), { "last-event-id": started.events[0]!.id! })
+    try {
+      const id = await injectMail(h, who, alias.id, { subject: "for the guest too" })
+      expect((await sse.next((e) => e.data.messageId === id)).data.type).toBe("message.processed")
+      await h.request(`/messages/${id}`, { method: "PATCH", ...who, body: { starred: true } })
+      const own = await h.request(`/messages/${id}`, { method: "PATCH", session: guest, body: { isRead: true } })
+      expect(own.status, own.text).toBe(200)
+      const changed = await sse.next((e) => e.data.type === "message.changed")
+      expect(changed.data.topic).toBe(topicOf(h, guest))
+      // Only the guest's own change reached it: the owner's star came first and was not heard.
+      expect(sse.events.filter((e) => e.data.type === "message.changed")).toHaveLength(1)
+      const ended = await h.request(`/aliases/${alias.id}/shares/${shareId}`, { method: "DELETE", ...who })
+      expect(ended.status, ended.text).toBe(204)
+      expect((await sse.next((e) => e.data.type.startsWith("share."))).data).toEqual({ topic: topicOf(h, guest), type: "share.stopped", aliasId: alias.id })
+      await expect(sse.next(undefined, 5000)).rejects.toThrow(/ended/)
+    } finally {
+      sse.close()
+    }
+  })
+})
+
 describe("across processes", () => {
+  it("a change made through another process reaches this one's subscriber", async () => {
+    const serve = await startHarness({}, h)
+    try {
+      const alias = await claimAlias(h, who)
+      const sse = await subscribe(serve, owner, topicOf(serve, owner))
+      try {
+        const paused = await h.request(`/aliases/${alias.id}`, { method: "PATCH", ...who, body: { status: "paused" } })
+        expect(paused.status, paused.text).toBe(200)
+        expect((await sse.next((e) => e.data.aliasId === alias.id)).data.type).toBe("alias.paused")
+      } finally {
+        sse.close()
+      }
+    } finally {
+      await serve.close()
+    }
+  })
+
   it("a serve process's subscriber hears mail another process processed", async () => {
     const serve = await startHarness({}, h)
     try {

@@ -60,7 +60,7 @@ export const MercureHubRoutes = Layer.unwrap(Effect.gen(function*() {
     const lastEventId = request.headers["last-event-id"] ?? url.searchParams.get("lastEventID") ?? undefined
     const shared = new Set((yield* access.shared(accountId)).map((mailbox) => mailbox.aliasId))
     const wants = (update: Update) =>
-      update.accountId === accountId || (ownersUpdates.has(update.type) && shared.has(update.aliasId))
+      update.accountId === accountId || (ownersUpdates.has(update.type) && update.aliasId !== undefined && shared.has(update.aliasId))
     const latest = yield* realtime.lastEventId
     const accounts = yield* access.accountsReadBy(accountId)
 
@@ -75,7 +75,7 @@ export const MercureHubRoutes = Layer.unwrap(Effect.gen(function*() {
           : Effect.succeed(sseEvent(heard.id, {
             topic: own,
             type: heard.type,
-            aliasId: heard.aliasId,
+            ...(heard.aliasId === undefined ? {} : { aliasId: heard.aliasId }),
             ...(heard.messageId === undefined ? {} : { messageId: heard.messageId }),
             ...(heard.messageIds === undefined ? {} : { messageIds: heard.messageIds })
           }))

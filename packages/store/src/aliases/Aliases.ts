@@ -37,6 +37,7 @@ import { DomainRow } from "../domains/Domains.ts"
 import { Keyring, randomSecret } from "../platform/Keyring.ts"
 import { CountRow, decodeRows, IdRow } from "../platform/Rows.ts"
 import { appendEvent } from "../webhooks/Outbox.ts"
+import { notifyChanges } from "../realtime/Realtime.ts"
 import { RateLimiter } from "../platform/RateLimiter.ts"
 import { now } from "../platform/Time.ts"
 import { pgJson } from "../platform/PgText.ts"
@@ -478,6 +479,7 @@ export class Aliases extends Context.Service<Aliases, {
           time: at,
           data: { alias: eventAlias(row), claimed_at: at.toISOString(), ...(selfDestructAt ? { self_destruct_at: selfDestructAt.toISOString() } : {}) }
         })
+        yield* notifyChanges(sql, [{ accountId, type: "alias.claimed", aliasId: row.id }])
         return toAlias(row)
       })).pipe(Effect.catchTag("SqlError", Effect.die))
     })
@@ -496,9 +498,11 @@ export class Aliases extends Context.Service<Aliases, {
             return yield* Effect.fail(new ActiveAliasCapReached({ limit: resolved.activeAliasCap }))
           }
           yield* sql`UPDATE aliases SET status = 'active', plan_paused = false WHERE id = ${row.id}`.pipe(Effect.orDie)
+          yield* notifyChanges(sql, [{ accountId, type: "alias.resumed", aliasId: row.id }])
         } else if (target === "paused") {
           yield* sql`UPDATE aliases SET status = 'paused', paused_at = ${at} WHERE id = ${row.id}`.pipe(Effect.orDie)
           yield* appendEvent(sql, { accountId, alias: eventAlias(row), type: "alias.paused", time: at, data: { alias: eventAlias(row), paused_at: at.toISOString() } })
+          yield* notifyChanges(sql, [{ accountId, type: "alias.paused", aliasId: row.id }])
         } else {
           yield* burn(row, at)
         }
@@ -539,6 +543,7 @@ export class Aliases extends Context.Service<Aliases, {
         yield* sql`UPDATE aliases SET status = 'burned', burned_at = ${at}, plan_paused = false WHERE id = ${row.id}`.pipe(Effect.orDie)
         yield* endSharesOfBurned(sql, row.id, at).pipe(Effect.orDie)
         yield* appendEvent(sql, { accountId: row.account_id, alias: eventAlias(row), type: "alias.burned", time: at, data: { alias: eventAlias(row), burned_at: at.toISOString() } })
+        yield* notifyChanges(sql, [{ accountId: row.account_id, type: "alias.burned", aliasId: row.id }])
       })
 
     const setTimer = Effect.fn("Aliases.setTimer")(function*(accountId: number, id: number, atInput: string) {
@@ -630,12 +635,14 @@ export class Aliases extends Context.Service<Aliases, {
             yield* sql`UPDATE aliases SET status = 'paused', paused_at = ${at}, plan_paused = true WHERE id = ${row.id}`.pipe(Effect.orDie)
             yield* appendEvent(sql, { accountId, alias: eventAlias(row), type: "alias.paused", time: at, data: { alias: eventAlias(row), paused_at: at.toISOString() } })
           }
+          yield* notifyChanges(sql, excess.map((row) => ({ accountId, type: "alias.paused" as const, aliasId: row.id })))
           paused = excess.length
         } else {
           const room = resolved.activeAliasCap - active.length
           const planPaused = yield* planPausedFirst({ accountId, room }).pipe(Effect.orDie)
           if (planPaused.length > 0) {
             yield* sql`UPDATE aliases SET status = 'active', plan_paused = false WHERE id IN ${sql.in(planPaused.map((r) => r.id))}`.pipe(Effect.orDie)
+            yield* notifyChanges(sql, planPaused.map((r) => ({ accountId, type: "alias.resumed" as const, aliasId: r.id })))
           }
           resumed = planPaused.length
         }

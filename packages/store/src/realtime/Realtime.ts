@@ -40,7 +40,8 @@ export const ChangeEvent = Schema.Struct({
   /** Whose topic hears it (an alias's owner; the reader, for `message.changed`; the guest, for a share). */
   accountId: Schema.Int,
   type: ChangeType,
-  aliasId: Schema.Int,
+  /** The mailbox, when the change is of one mailbox. */
+  aliasId: Schema.optionalKey(Schema.Int),
   messageIds: Schema.optionalKey(Schema.Array(Schema.Int))
 })
 export type ChangeEvent = typeof ChangeEvent.Type
@@ -54,7 +55,7 @@ export interface Update {
   readonly id: string
   readonly accountId: number
   readonly type: `message.${MailEvent["status"]}` | ChangeType
-  readonly aliasId: number
+  readonly aliasId?: number
   readonly messageId?: number
   readonly messageIds?: ReadonlyArray<number>
 }
@@ -76,6 +77,16 @@ const newId = () => `urn:uuid:${crypto.randomUUID()}`
  */
 export const publishFragment = (sql: SqlClient.SqlClient, status: MailEvent["status"], rows: string): Statement.Fragment =>
   sql`pg_notify(${RealtimeChannel}, json_build_object('accountId', ${sql(rows)}.account_id, 'aliasId', ${sql(rows)}.alias_id, 'messageId', ${sql(rows)}.id, 'status', ${status}::text, 'id', 'urn:uuid:' || gen_random_uuid())::text)`
+
+/**
+ * The statement that publishes `changes` (at commit, when inside a transaction): for writers
+ * that have no Realtime service at hand (the alias, message and share repositories).
+ */
+export const notifyChanges = (sql: SqlClient.SqlClient, changes: ReadonlyArray<ChangeEvent>): Effect.Effect<void> =>
+  changes.length === 0
+    ? Effect.void
+    : sql`SELECT pg_notify(${RealtimeChannel}, c::text) FROM json_array_elements(${JSON.stringify(changes.map((change) => ({ ...change, id: newId() })))}::json) AS c`
+      .pipe(Effect.orDie, Effect.asVoid)
 
 /**
  * What a subscriber hears when this process listens again after its LISTEN connection ended:
