@@ -9,6 +9,7 @@ import { AliasesGroup } from "./aliases/Api.ts"
 import { ValidationErrors } from "./auth/Access.ts"
 import { AuthGroup } from "./auth/Api.ts"
 import { MessagesGroup } from "./messages/Api.ts"
+import { PushGroup } from "./push/Api.ts"
 import { SharingGroup } from "./sharing/Api.ts"
 import { NoticesGroup } from "./notices/Api.ts"
 import { TagsGroup } from "./tags/Api.ts"
@@ -28,6 +29,7 @@ export class BurnboxApi extends HttpApi.make("burnbox")
   .add(TestMailGroup)
   .add(WebhooksGroup)
   .add(NoticesGroup)
+  .add(PushGroup)
   .middleware(ValidationErrors)
   .prefix("/api/v1")
   .annotate(HttpApi.PayloadParseOptions, { onExcessProperty: "error", errors: "all" })

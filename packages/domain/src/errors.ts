@@ -8,6 +8,7 @@ import type { AliasError } from "./aliases/errors.ts"
 import type { MailDomainError } from "./domains/errors.ts"
 import type { MessageError } from "./messages/errors.ts"
 import type { PlanError } from "./plans/errors.ts"
+import type { PushError } from "./push/errors.ts"
 import type { SearchQueryError } from "./search/query.ts"
 import type { SharingError } from "./sharing/errors.ts"
 import type { TagError } from "./tags/errors.ts"
@@ -20,6 +21,7 @@ export * from "./aliases/errors.ts"
 export * from "./domains/errors.ts"
 export * from "./messages/errors.ts"
 export * from "./plans/errors.ts"
+export * from "./push/errors.ts"
 export * from "./sharing/errors.ts"
 export * from "./tags/errors.ts"
 export * from "./testmail/errors.ts"
@@ -33,6 +35,7 @@ export type DomainError =
   | MailDomainError
   | MessageError
   | PlanError
+  | PushError
   | SearchQueryError
   | SharingError
   | TagError

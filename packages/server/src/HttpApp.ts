@@ -11,6 +11,7 @@ import { AccountHttp } from "./accounts/AccountHttp.ts"
 import { AliasesHttp } from "./aliases/AliasesHttp.ts"
 import { MessagesHttp } from "./messages/MessagesHttp.ts"
 import { NoticesHttp } from "./notices/NoticesHttp.ts"
+import { PushHttp } from "./push/PushHttp.ts"
 import { TestMailHttp } from "./testmail/TestMailHttp.ts"
 import { AuthHttp } from "./auth/AuthHttp.ts"
 import { SharingHttp } from "./sharing/SharingHttp.ts"
@@ -36,7 +37,7 @@ export const HttpRoutes = Layer.mergeAll(
     const api = withOpenApiSecurity(BurnboxApi, [{ url: config.siteUrl, description: "this burnbox" }])
     return Layer.mergeAll(
       HttpApiBuilder.layer(api, { openapiPath: "/api/v1/openapi.json" }).pipe(
-        Layer.provide([AuthHttp, TokensHttp, AccountHttp, TagsHttp, AliasesHttp, SharingHttp, MessagesHttp, TestMailHttp, WebhooksHttp, NoticesHttp]),
+        Layer.provide([AuthHttp, TokensHttp, AccountHttp, TagsHttp, AliasesHttp, SharingHttp, MessagesHttp, TestMailHttp, WebhooksHttp, NoticesHttp, PushHttp]),
         Layer.provide([AuthenticationLive, ValidationErrorsLive])
       ),
       HttpApiScalar.layer(api, { path: "/docs" })

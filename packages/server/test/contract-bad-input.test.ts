@@ -207,6 +207,9 @@ const validParam = (op: Operation, name: string): string => {
   // No share or invitation exists in this file: any id answers 404.
   if (name === "shareId" || resource === "shares") return "1"
   if (op.route.startsWith("/webhooks/deliveries/")) return String(ids.delivery)
+  // No push subscription exists in this file: any id answers 404; a mailbox's preference takes the alias.
+  if (op.route.startsWith("/push/subscriptions/")) return "1"
+  if (op.route.startsWith("/push/aliases/")) return String(ids.alias)
   switch (resource) {
     case "tokens":
       return String(ids.spareToken)
@@ -253,7 +256,13 @@ const validBodies = (): Readonly<Record<string, unknown>> => ({
   "PUT /messages/{id}/remote-images/preference": { alwaysLoad: false },
   "POST /test/messages": { aliasId: ids.alias, from: "Fuzz <fuzz@example.com>", subject: "fuzz", text: "hello" },
   "POST /webhooks": { name: "fuzz", url: "https://hooks.example.com/fuzz", subscription: { mode: "label", label: "fuzz" } },
-  "PATCH /webhooks/{id}": { name: "fuzz", subscription: { mode: "label", label: "fuzz" } }
+  "PATCH /webhooks/{id}": { name: "fuzz", subscription: { mode: "label", label: "fuzz" } },
+  "PUT /push/settings": { enabled: false },
+  "POST /push/subscriptions": {
+    endpoint: "https://push.example.com/fuzz",
+    keys: { p256dh: "BNcRdreALRFXTkOOUHK1EtK2wtaz5Ry4YfYCA_0QTpQtUbVlUls0VJXg7A8u-Ts1XbjhazAkj7I99e8QcYP7DkM", auth: "tBHItJI5svbpez7KI4CCXg" }
+  },
+  "PUT /push/aliases/{id}": { enabled: false }
 })
 
 /** A small valid raw message, for operations that also read `message/rfc822`. */

@@ -17,6 +17,11 @@ import {
   DailyClaimLimitReached,
   DangerousAttachmentUnconfirmed,
   DeliveryInProgress,
+  PushQueueUnavailable,
+  PushSubscriptionExists,
+  PushSubscriptionNotFound,
+  PushSubscriptionRefused,
+  PushTestLimited,
   DeliveryNotFound,
   DeliveryPayloadExpired,
   type DomainError,
@@ -210,7 +215,18 @@ const cases: { readonly [Tag in DomainError["_tag"]]: readonly [Extract<DomainEr
     new DeliveryPayloadExpired({ deliveryId: 12 }),
     answer(410, "payload_expired", "Delivery payloads are kept 30 days; this one has expired.")
   ],
-  DeliveryInProgress: [new DeliveryInProgress({ deliveryId: 12 }), answer(409, "delivery_in_progress", "This delivery is being attempted right now.")]
+  DeliveryInProgress: [new DeliveryInProgress({ deliveryId: 12 }), answer(409, "delivery_in_progress", "This delivery is being attempted right now.")],
+  PushSubscriptionNotFound: [new PushSubscriptionNotFound({ subscriptionId: 3 }), answer(404, "not_found", "Push subscription was not found.")],
+  PushSubscriptionExists: [new PushSubscriptionExists(), answer(409, "push_subscription_exists", "This browser is subscribed already.")],
+  PushSubscriptionRefused: [
+    new PushSubscriptionRefused({ field: "endpoint", reason: "private_address" }),
+    answer(422, "validation_failed", "The push subscription is not allowed; see fields.", { endpoint: "private_address" })
+  ],
+  PushTestLimited: [
+    new PushTestLimited({ allowance: "outstanding", retryAfter: 30 }),
+    answer(429, "push_test_limited", "Test pushes are still waiting to be sent; retry in 30 s.")
+  ],
+  PushQueueUnavailable: [new PushQueueUnavailable(), answer(503, "push_queue_unavailable", "The test push could not be queued; retry later.")]
 }
 
 /** The status and Problem body the error answers with on the wire. */

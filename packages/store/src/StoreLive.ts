@@ -32,6 +32,7 @@ import { OutboundHttp } from "./platform/OutboundHttp.ts"
 import { RateLimiter } from "./platform/RateLimiter.ts"
 import type { StartupFailure } from "./platform/Startup.ts"
 import { Realtime } from "./realtime/Realtime.ts"
+import { Push, PushSender, VapidKeys } from "./push/Push.ts"
 import { Tags } from "./tags/Tags.ts"
 import { TestMail } from "./testmail/TestMail.ts"
 import { Tokens } from "./tokens/Tokens.ts"
@@ -126,6 +127,10 @@ export const storeLayer = (options: { readonly random: Layer.Layer<CandidateRand
     WebhookDeliveries.layer,
     Signer.layerNoDeps,
     OutboundHttp.layer,
+    // browser push: through Aliases, OutboundHttp and VapidKeys, the instances here (issue #32)
+    VapidKeys.layer,
+    Push.layer.pipe(Layer.provide([Aliases.layer, OutboundHttp.layer, VapidKeys.layer])),
+    PushSender.layer.pipe(Layer.provide([OutboundHttp.layer, VapidKeys.layer])),
     // background work and events
     MailQueue.layerNoDeps,
     JobQueueOnFirstUse,

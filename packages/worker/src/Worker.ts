@@ -14,6 +14,7 @@ import { DnsResolver } from "./pipeline/MailAuth.ts"
 import { MailWorkers } from "./pipeline/MailWorkers.ts"
 import { PipelineLive } from "./pipeline/Pipeline.ts"
 import { DeliveryLive } from "./webhooks/Delivery.ts"
+import { PushJobsLive } from "./push/PushJobs.ts"
 import { Effect, Layer } from "effect"
 
 export const Queues = { timers: "alias-timers", retention: "retention", maintenance: "maintenance" } as const
@@ -60,6 +61,6 @@ export const ScheduledJobsLive = Layer.effectDiscard(Effect.gen(function*() {
  * The worker role: pipeline (its mail worker threads configured from the environment), webhook
  * delivery and scheduled work, on the store's services and the real DNS.
  */
-export const WorkerLive = Layer.mergeAll(PipelineLive.pipe(Layer.provide(MailWorkers.layer)), DeliveryLive, ScheduledJobsLive).pipe(
+export const WorkerLive = Layer.mergeAll(PipelineLive.pipe(Layer.provide(MailWorkers.layer)), DeliveryLive, ScheduledJobsLive, PushJobsLive).pipe(
   Layer.provide(DnsResolver.layer)
 )

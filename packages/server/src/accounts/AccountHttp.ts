@@ -1,17 +1,9 @@
-import { BurnboxApi, CurrentPrincipal, type PushSettings, SessionCookie, storageUsage } from "@burnbox/domain"
-import { type AccountRow, AccountSnapshots, Accounts, Aliases, BurnboxConfig, Domains, Keyring, Tags, toAccount, toMailDomain, toSessionAccount } from "@burnbox/store"
+import { BurnboxApi, CurrentPrincipal, SessionCookie, storageUsage } from "@burnbox/domain"
+import { type AccountRow, AccountSnapshots, Accounts, Aliases, BurnboxConfig, Domains, Keyring, Push, Tags, toAccount, toMailDomain, toSessionAccount } from "@burnbox/store"
 import { Effect, Redacted } from "effect"
 import { HttpServerRequest } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { currentAccount } from "../platform/CurrentAccount.ts"
-
-/** Browser push is not configured yet: no application server key, no subscriptions. */
-const pushSettings = (account: { readonly pushEnabled: boolean; readonly pushNudgeDismissed: boolean }): PushSettings => ({
-  enabled: account.pushEnabled,
-  nudgeDismissed: account.pushNudgeDismissed,
-  publicKey: null,
-  subscriptions: []
-})
 
 /** GET /storage's answer for an account. */
 export const accountStorage = (account: AccountRow) => storageUsage(account.storageUsedBytes, account.entitlements.storageQuotaBytes)
@@ -27,6 +19,7 @@ export const AccountHttp = HttpApiBuilder.group(BurnboxApi, "account", Effect.fn
   const aliases = yield* Aliases
   const keyring = yield* Keyring
   const config = yield* BurnboxConfig
+  const push = yield* Push
 
   const domainList = (account: AccountRow) =>
     domains.list.pipe(Effect.map((rows) => rows.map((row) => toMailDomain(row, account.entitlements.earlyAccessDomains))))
@@ -49,7 +42,7 @@ export const AccountHttp = HttpApiBuilder.group(BurnboxApi, "account", Effect.fn
           ...common,
           csrfToken: keyring.csrfToken(Redacted.make(cookie)),
           mercure: { hubUrl: `${config.siteUrl}/.well-known/mercure`, topic: `${config.siteUrl}/accounts/${account.id}` },
-          push: pushSettings(account)
+          push: yield* push.settings(account.id)
         }
       }))
     .handle("me", () => Effect.map(currentAccount(snapshots), AccountReads.me))
@@ -61,5 +54,5 @@ export const AccountHttp = HttpApiBuilder.group(BurnboxApi, "account", Effect.fn
         yield* accounts.setDensity(principal.accountId, payload.density)
         return { density: payload.density }
       }))
-    .handle("pushSettings", () => Effect.map(currentAccount(accounts), pushSettings))
+    .handle("pushSettings", () => Effect.flatMap(CurrentPrincipal, (principal) => push.settings(principal.accountId)))
 }))

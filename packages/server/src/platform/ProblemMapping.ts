@@ -13,6 +13,7 @@ import {
   NotFound,
   type PlanFeature,
   RateLimited,
+  ServiceUnavailable,
   Unauthorized,
   ValidationFailed
 } from "@burnbox/domain"
@@ -125,7 +126,14 @@ const problems = {
     conflict(`webhook_${e.status}`, `The endpoint is ${e.status}; ${{ test: "set it active to send a test", redelivery: "set it active to redeliver" }[e.refused]}.`),
   DeliveryNotFound: () => NotFound.of("Delivery"),
   DeliveryPayloadExpired: () => new Gone({ code: "payload_expired", message: "Delivery payloads are kept 30 days; this one has expired." }),
-  DeliveryInProgress: () => conflict("delivery_in_progress", "This delivery is being attempted right now.")
+  DeliveryInProgress: () => conflict("delivery_in_progress", "This delivery is being attempted right now."),
+  // browser push (issue #32)
+  PushSubscriptionNotFound: () => NotFound.of("Push subscription"),
+  PushSubscriptionExists: () => conflict("push_subscription_exists", "This browser is subscribed already."),
+  PushSubscriptionRefused: (e) => ValidationFailed.withFields({ [e.field]: e.reason }, "The push subscription is not allowed; see fields."),
+  PushTestLimited: (e) =>
+    rateLimited("push_test_limited", `${{ account: "Too many test pushes for this account", address: "Too many test pushes from this address", outstanding: "Test pushes are still waiting to be sent" }[e.allowance]}; retry in ${e.retryAfter} s.`, e.retryAfter),
+  PushQueueUnavailable: () => new ServiceUnavailable({ code: "push_queue_unavailable", message: "The test push could not be queued; retry later." })
 } satisfies ProblemTable
 
 /** The Problem class a domain error answers as; any other error stays what it is. */

@@ -92,7 +92,8 @@ const SharedAliasRow = Schema.Struct({
   ...AliasRow.fields,
   role: Schema.Literals(["viewer", "collaborator"]),
   owner_handle: Schema.String,
-  reader_unread: Schema.Int
+  reader_unread: Schema.Int,
+  reader_push: Schema.Boolean
 })
 type SharedRow = typeof SharedAliasRow.Type
 const decodeSharedRows = decodeRows(SharedAliasRow)
@@ -152,7 +153,7 @@ export const toSharedAlias = (row: SharedRow): Alias => {
     note: null,
     unreadCount: row.reader_unread,
     storageUsedBytes: 0,
-    pushEnabled: false,
+    pushEnabled: row.reader_push,
     planPaused: false,
     selfDestructAt: null,
     selfDestructSuspended: false,
@@ -665,7 +666,7 @@ export class Aliases extends Context.Service<Aliases, {
     /** The mailboxes others shared with the reader, live now. */
     const sharedWith = (accountId: number) =>
       Effect.flatMap(reachableShare(sql, "s"), (reachable) => sql`
-        SELECT ${aliasColumns}, s.role, o.handle AS owner_handle,
+        SELECT ${aliasColumns}, s.role, o.handle AS owner_handle, s.push_enabled AS reader_push,
                (SELECT count(*)::int FROM messages m
                 WHERE m.alias_id = al.id AND m.trashed_at IS NULL
                   AND NOT EXISTS (SELECT 1 FROM message_states ms WHERE ms.message_id = m.id AND ms.account_id = ${accountId} AND ms.is_read)
