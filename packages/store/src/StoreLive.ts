@@ -32,6 +32,7 @@ import { OutboundHttp } from "./platform/OutboundHttp.ts"
 import { RateLimiter } from "./platform/RateLimiter.ts"
 import type { StartupFailure } from "./platform/Startup.ts"
 import { Realtime } from "./realtime/Realtime.ts"
+import { ExternalHub } from "./realtime/ExternalHub.ts"
 import { Push, PushSender, VapidKeys } from "./push/Push.ts"
 import { Tags } from "./tags/Tags.ts"
 import { TestMail } from "./testmail/TestMail.ts"
@@ -87,6 +88,7 @@ const RealtimeOnFirstUse = Layer.effect(Realtime, Effect.gen(function*() {
     subscribe: (accounts, wants) => Effect.flatMap(started, (realtime) => realtime.subscribe(accounts, wants)),
     publishChange: (change) => Effect.flatMap(started, (realtime) => realtime.publishChange(change)),
     updates: (accounts, wants, lastEventId) => Effect.flatMap(started, (realtime) => realtime.updates(accounts, wants, lastEventId)),
+    everyUpdate: Effect.flatMap(started, (realtime) => realtime.everyUpdate),
     lastEventId: Effect.flatMap(started, (realtime) => realtime.lastEventId),
     subscriptions: Effect.flatMap(started, (realtime) => realtime.subscriptions)
   })
@@ -132,6 +134,7 @@ export const storeLayer = (options: { readonly random: Layer.Layer<CandidateRand
     Push.layer.pipe(Layer.provide([Aliases.layer, OutboundHttp.layer, VapidKeys.layer])),
     PushSender.layer.pipe(Layer.provide([OutboundHttp.layer, VapidKeys.layer])),
     // background work and events
+    ExternalHub.layer,
     MailQueue.layerNoDeps,
     JobQueueOnFirstUse,
     RealtimeOnFirstUse

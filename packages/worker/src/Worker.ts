@@ -15,6 +15,7 @@ import { MailWorkers } from "./pipeline/MailWorkers.ts"
 import { PipelineLive } from "./pipeline/Pipeline.ts"
 import { DeliveryLive } from "./webhooks/Delivery.ts"
 import { PushJobsLive } from "./push/PushJobs.ts"
+import { MercurePublisherLive } from "./realtime/MercurePublisher.ts"
 import { Effect, Layer } from "effect"
 
 export const Queues = { timers: "alias-timers", retention: "retention", maintenance: "maintenance" } as const
@@ -61,6 +62,6 @@ export const ScheduledJobsLive = Layer.effectDiscard(Effect.gen(function*() {
  * The worker role: pipeline (its mail worker threads configured from the environment), webhook
  * delivery and scheduled work, on the store's services and the real DNS.
  */
-export const WorkerLive = Layer.mergeAll(PipelineLive.pipe(Layer.provide(MailWorkers.layer)), DeliveryLive, ScheduledJobsLive, PushJobsLive).pipe(
+export const WorkerLive = Layer.mergeAll(PipelineLive.pipe(Layer.provide(MailWorkers.layer)), DeliveryLive, ScheduledJobsLive, PushJobsLive, MercurePublisherLive).pipe(
   Layer.provide(DnsResolver.layer)
 )

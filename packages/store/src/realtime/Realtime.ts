@@ -135,6 +135,8 @@ export class Realtime extends Context.Service<Realtime, {
     wants: UpdateTest,
     lastEventId?: string
   ) => Effect.Effect<Queue.Dequeue<HeardUpdate>, never, Scope.Scope>
+  /** Every account's updates from now until the scope closes (the external hub's publisher). */
+  readonly everyUpdate: Effect.Effect<Queue.Dequeue<HeardUpdate>, never, Scope.Scope>
   /** The id of the last update this process kept, if any (the hub's `Last-Event-ID` answer header). */
   readonly lastEventId: Effect.Effect<string | undefined>
   /** How many subscriptions are open in this process. */
@@ -145,6 +147,7 @@ export class Realtime extends Context.Service<Realtime, {
     const sql = yield* SqlClient.SqlClient
     const pg = yield* PgClient.PgClient
     const byAccount = new Map<number, Set<Subscriber>>()
+    const everything = new Set<Subscriber>()
     let open = 0
     // The last HistorySize updates heard, oldest first (a ring: `start` is the oldest).
     const history: Array<Update> = []
@@ -171,6 +174,7 @@ export class Realtime extends Context.Service<Realtime, {
         : { id, ...payload }
       keep(update)
       for (const subscriber of byAccount.get(update.accountId) ?? []) subscriber.hear(update, event)
+      for (const subscriber of everything) subscriber.hear(update, event)
     }
     // Listens until the connection ends, then again a second later; the layer is ready once the
     // first LISTEN holds (if it cannot, the layer fails). Events published while no LISTEN held
@@ -180,7 +184,7 @@ export class Realtime extends Context.Service<Realtime, {
       const notifications = yield* pg.listen(RealtimeChannel).pipe(Effect.tapError((error) => Deferred.fail(listening, error)))
       if (!(yield* Deferred.succeed(listening, undefined))) {
         // A subscriber of several accounts is in several sets: it hears this once.
-        for (const subscriber of new Set([...byAccount.values()].flatMap((subscribers) => [...subscribers]))) {
+        for (const subscriber of new Set([...everything, ...[...byAccount.values()].flatMap((subscribers) => [...subscribers])])) {
           subscriber.missed()
         }
       }
@@ -249,6 +253,19 @@ export class Realtime extends Context.Service<Realtime, {
           if (kept === undefined) Queue.offerUnsafe(events, EventsMissed)
           else for (const update of kept) if (accounts.includes(update.accountId) && wants(update)) Queue.offerUnsafe(events, update)
         }))
+    const everyUpdate = Effect.flatMap(Queue.unbounded<HeardUpdate>(), (events) => {
+      const subscriber: Subscriber = {
+        hear: (update) => Queue.offerUnsafe(events, update),
+        missed: () => Queue.offerUnsafe(events, EventsMissed)
+      }
+      return Effect.acquireRelease(
+        Effect.sync(() => {
+          everything.add(subscriber)
+          return events as Queue.Dequeue<HeardUpdate>
+        }),
+        () => Effect.andThen(Effect.sync(() => everything.delete(subscriber)), Queue.shutdown(events))
+      )
+    })
     const notify = (payload: object) =>
       sql`SELECT pg_notify(${RealtimeChannel}, ${JSON.stringify({ ...payload, id: newId() })})`.pipe(Effect.orDie, Effect.asVoid)
     return Realtime.of({
@@ -256,6 +273,7 @@ export class Realtime extends Context.Service<Realtime, {
       publishChange: notify,
       subscribe,
       updates,
+      everyUpdate,
       lastEventId: Effect.sync(() => history.length === 0 ? undefined : history[(start + history.length - 1) % HistorySize]?.id),
       subscriptions: Effect.sync(() => open)
     })
