@@ -32,7 +32,6 @@ import { OutboundHttp } from "./platform/OutboundHttp.ts"
 import { RateLimiter } from "./platform/RateLimiter.ts"
 import type { StartupFailure } from "./platform/Startup.ts"
 import { Realtime } from "./realtime/Realtime.ts"
-import { ExternalHub } from "./realtime/ExternalHub.ts"
 import { Push, PushSender, VapidKeys } from "./push/Push.ts"
 import { Tags } from "./tags/Tags.ts"
 import { TestMail } from "./testmail/TestMail.ts"
@@ -134,7 +133,6 @@ export const storeLayer = (options: { readonly random: Layer.Layer<CandidateRand
     Push.layer.pipe(Layer.provide([Aliases.layer, OutboundHttp.layer, VapidKeys.layer])),
     PushSender.layer.pipe(Layer.provide([OutboundHttp.layer, VapidKeys.layer])),
     // background work and events
-    ExternalHub.layer,
     MailQueue.layerNoDeps,
     JobQueueOnFirstUse,
     RealtimeOnFirstUse

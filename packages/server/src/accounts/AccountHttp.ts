@@ -6,7 +6,6 @@ import {
   Aliases,
   BurnboxConfig,
   Domains,
-  ExternalHub,
   Keyring,
   Push,
   subscriberJwt,
@@ -36,7 +35,7 @@ export const AccountHttp = HttpApiBuilder.group(BurnboxApi, "account", Effect.fn
   const keyring = yield* Keyring
   const config = yield* BurnboxConfig
   const push = yield* Push
-  const externalHub = yield* ExternalHub
+  const externalHub = config.externalHub
   const hubUrl = Option.match(externalHub, { onNone: () => `${config.siteUrl}/.well-known/mercure`, onSome: (hub) => hub.url })
 
   const domainList = (account: AccountRow) =>

@@ -1,12 +1,12 @@
 /**
- * With BURNBOX_MERCURE_URL (ExternalHub), the worker POSTs every realtime update to that hub
+ * With BURNBOX_MERCURE_URL (BurnboxConfig.externalHub), the worker POSTs every realtime update to that hub
  * (the Mercure publish protocol: a form with topic, data, id and private=on, under a publisher
  * JWT), on the account's topic `{site_url}/accounts/{id}`: the same updates the project's own
  * hub streams (server/realtime/MercureHub.ts), in the order heard. A failed POST is logged and
  * the update dropped: the browser reads again on its next reconnect. Without the setting it does
  * nothing.
  */
-import { BurnboxConfig, ExternalHub, publisherJwt, Realtime, type Update } from "@burnbox/store"
+import { BurnboxConfig, publisherJwt, Realtime, type Update } from "@burnbox/store"
 import { Effect, Layer, Option, Queue } from "effect"
 
 /** The update as the hub's data: what changed and its ids, never a body (as MercureHub sends it). */
@@ -19,9 +19,9 @@ export const updateData = (topic: string, update: Update) => ({
 })
 
 export const MercurePublisherLive = Layer.effectDiscard(Effect.gen(function*() {
-  const hub = yield* ExternalHub
-  if (Option.isNone(hub)) return
   const config = yield* BurnboxConfig
+  const hub = config.externalHub
+  if (Option.isNone(hub)) return
   const realtime = yield* Realtime
   const authorization = `Bearer ${publisherJwt(hub.value.key)}`
   const updates = yield* realtime.everyUpdate
