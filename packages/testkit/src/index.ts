@@ -4,7 +4,9 @@
  * cloned from the migrated template, and `Receiver.ts` a delivery worker on StoreLive, each
  * overriding only what a test controls (ports, DNS, webhook targets, the candidate seed, the
  * clock). Beside them: `ManualClock.ts`, `StoreTesting.ts` (one repository on a fresh database),
- * `SmtpClient.ts`, `ServiceProcess.ts` (the real `burnbox` program as a child process),
+ * `SmtpClient.ts`, `SseClient.ts` (an EventSource-like subscriber of the Mercure hub),
+ * `PushService.ts` (a browser's push keys, decrypting a push, checking VAPID, the push sender),
+ * `ServiceProcess.ts` (the real `burnbox` program as a child process),
  * `FakeMail.ts` (realistic verification mail, raw or as a test-mail request), `Inject.ts` (mail
  * into a harness by the API or SMTP, and waiting for the pipeline), `ApiSteps.ts` (claim an
  * alias, read messages), `HostileMail.ts` (pathological mail for the hostile-mail tests),

@@ -8,6 +8,9 @@
  *   catches up at once instead of at the next minute.
  * - `retention`, every five minutes: delete messages past their retention with their bytes.
  * - `maintenance`, hourly: forget ended candidate reservations and expired rate windows.
+ * - `push` (push/PushJobs.ts), every minute and whenever a push is queued: send the due browser pushes.
+ *
+ * With an external Mercure hub configured, `MercurePublisherLive` publishes every realtime update to it.
  */
 import { Aliases, JobQueue, Mailstore, RateLimiter } from "@burnbox/store"
 import { DnsResolver } from "./pipeline/MailAuth.ts"
