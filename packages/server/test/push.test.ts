@@ -181,6 +181,19 @@ describe("sending", () => {
     expect((await h.request(`/push/aliases/999999`, { method: "PUT", session: guest, body: { enabled: true } })).status).toBe(404)
   })
 
+  it("a subscription that asks for aesgcm is sent aesgcm (the older draft's headers)", async () => {
+    const session = await h.signup()
+    const created = await subscribe(h, session, endpoint(), makeBrowserPushKeys(), "aesgcm")
+    expect(created.status, created.text).toBe(201)
+    const before = receiver.requests.length
+    await h.request(`/push/subscriptions/${created.body.id}/test`, { method: "POST", session })
+    expect(await sender.sendDue()).toEqual(["sent"])
+    const request = receiver.requests[before]!
+    expect(request.headers["content-encoding"]).toBe("aesgcm")
+    expect(String(request.headers["encryption"])).toMatch(/^salt=/)
+    expect(String(request.headers["crypto-key"])).toMatch(/dh=/)
+  })
+
   it("a subscription its push service answers 410 is deleted", async () => {
     const session = await h.signup()
     const created = await subscribe(h, session, endpoint())
