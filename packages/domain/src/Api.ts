@@ -11,6 +11,7 @@ import { AuthGroup } from "./auth/Api.ts"
 import { DesksGroup } from "./desks/Api.ts"
 import { ExportsGroup } from "./exports/Api.ts"
 import { MessagesGroup } from "./messages/Api.ts"
+import { PushGroup } from "./push/Api.ts"
 import { SharingGroup } from "./sharing/Api.ts"
 import { NoticesGroup } from "./notices/Api.ts"
 import { RulesGroup } from "./rules/Api.ts"
@@ -34,6 +35,7 @@ export class BurnboxApi extends HttpApi.make("burnbox")
   .add(NoticesGroup)
   .add(DesksGroup)
   .add(RulesGroup)
+  .add(PushGroup)
   .middleware(ValidationErrors)
   .prefix("/api/v1")
   .annotate(HttpApi.PayloadParseOptions, { onExcessProperty: "error", errors: "all" })

@@ -11,6 +11,7 @@ import type { ExportError } from "./exports/errors.ts"
 import type { MessageError } from "./messages/errors.ts"
 import type { PlanError } from "./plans/errors.ts"
 import type { RuleError } from "./rules/errors.ts"
+import type { PushError } from "./push/errors.ts"
 import type { SearchQueryError } from "./search/query.ts"
 import type { SharingError } from "./sharing/errors.ts"
 import type { TagError } from "./tags/errors.ts"
@@ -26,6 +27,7 @@ export * from "./exports/errors.ts"
 export * from "./messages/errors.ts"
 export * from "./plans/errors.ts"
 export * from "./rules/errors.ts"
+export * from "./push/errors.ts"
 export * from "./sharing/errors.ts"
 export * from "./tags/errors.ts"
 export * from "./testmail/errors.ts"
@@ -42,6 +44,7 @@ export type DomainError =
   | MessageError
   | PlanError
   | RuleError
+  | PushError
   | SearchQueryError
   | SharingError
   | TagError

@@ -13,6 +13,7 @@ import { DesksHttp } from "./desks/DesksHttp.ts"
 import { ExportsHttp } from "./exports/ExportsHttp.ts"
 import { MessagesHttp } from "./messages/MessagesHttp.ts"
 import { NoticesHttp } from "./notices/NoticesHttp.ts"
+import { PushHttp } from "./push/PushHttp.ts"
 import { TestMailHttp } from "./testmail/TestMailHttp.ts"
 import { AuthHttp } from "./auth/AuthHttp.ts"
 import { SharingHttp } from "./sharing/SharingHttp.ts"
@@ -21,6 +22,7 @@ import { RulesHttp } from "./rules/RulesHttp.ts"
 import { TokensHttp } from "./tokens/TokensHttp.ts"
 import { WebhooksHttp } from "./webhooks/WebhooksHttp.ts"
 import { WellKnownRoutes } from "./webhooks/WellKnown.ts"
+import { MercureHubRoutes } from "./realtime/MercureHub.ts"
 import { ProblemRouting } from "./platform/ProblemRouting.ts"
 import { ValidationErrorsLive } from "./platform/Validation.ts"
 
@@ -38,14 +40,15 @@ export const HttpRoutes = Layer.mergeAll(
     const api = withOpenApiSecurity(BurnboxApi, [{ url: config.siteUrl, description: "this burnbox" }])
     return Layer.mergeAll(
       HttpApiBuilder.layer(api, { openapiPath: "/api/v1/openapi.json" }).pipe(
-        Layer.provide([AuthHttp, TokensHttp, AccountHttp, TagsHttp, AliasesHttp, SharingHttp, MessagesHttp, TestMailHttp, WebhooksHttp, NoticesHttp, DesksHttp, RulesHttp, ExportsHttp]),
+        Layer.provide([AuthHttp, TokensHttp, AccountHttp, TagsHttp, AliasesHttp, SharingHttp, MessagesHttp, TestMailHttp, WebhooksHttp, NoticesHttp, DesksHttp, RulesHttp, ExportsHttp, PushHttp]),
         Layer.provide([AuthenticationLive, ValidationErrorsLive])
       ),
       HttpApiScalar.layer(api, { path: "/docs" })
     )
   })),
   ProblemRouting,
-  WellKnownRoutes
+  WellKnownRoutes,
+  MercureHubRoutes
 )
 
 /** Node's HTTP server on host:port. */

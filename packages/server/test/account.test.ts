@@ -86,9 +86,9 @@ describe("PUT /mailbox/density", () => {
 })
 
 describe("GET /push/settings", () => {
-  it("answers push as not configured: disabled, no key, no subscriptions", async () => {
+  it("answers a new account's push: disabled, the service's VAPID key, no subscriptions", async () => {
     const settings = expectShape(PushSettings, (await h.request("/push/settings", { session: await h.signup() })).body)
-    expect(settings).toEqual({ enabled: false, nudgeDismissed: false, publicKey: null, subscriptions: [] })
+    expect(settings).toEqual({ enabled: false, nudgeDismissed: false, publicKey: expect.stringMatching(/^[A-Za-z0-9_-]{87}$/), subscriptions: [] })
   })
 })
 

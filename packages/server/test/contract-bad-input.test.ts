@@ -228,6 +228,9 @@ const validParam = (op: Operation, name: string): string => {
   // No share, invitation or export exists in this file: any id answers 404.
   if (name === "shareId" || resource === "shares" || resource === "exports") return "1"
   if (op.route.startsWith("/webhooks/deliveries/")) return String(ids.delivery)
+  // No push subscription exists in this file: any id answers 404; a mailbox's preference takes the alias.
+  if (op.route.startsWith("/push/subscriptions/")) return "1"
+  if (op.route.startsWith("/push/aliases/")) return String(ids.alias)
   switch (resource) {
     case "tokens":
       return String(ids.spareToken)
@@ -282,7 +285,13 @@ const validBodies = (): Readonly<Record<string, unknown>> => ({
   "PATCH /webhooks/{id}": { name: "fuzz", subscription: { mode: "label", label: "fuzz" } },
   "POST /desk-mail/{aliasId}": { to: "fuzz@example.com", subject: "fuzz", body: "hello", message_id: null },
   "POST /rules": { name: "fuzz", match: { subject: "fuzz" }, actions: [{ type: "star" }] },
-  "PATCH /rules/{id}": { name: "fuzz", actions: [{ type: "mark_read" }] }
+  "PATCH /rules/{id}": { name: "fuzz", actions: [{ type: "mark_read" }] },
+  "PUT /push/settings": { enabled: false },
+  "POST /push/subscriptions": {
+    endpoint: "https://push.example.com/fuzz",
+    keys: { p256dh: "BNcRdreALRFXTkOOUHK1EtK2wtaz5Ry4YfYCA_0QTpQtUbVlUls0VJXg7A8u-Ts1XbjhazAkj7I99e8QcYP7DkM", auth: "tBHItJI5svbpez7KI4CCXg" }
+  },
+  "PUT /push/aliases/{id}": { enabled: false }
 })
 
 /** A small valid raw message, for operations that also read `message/rfc822`. */

@@ -21,6 +21,11 @@ import {
   DeskSendingUnavailable,
   DeskSendLimitReached,
   ReplyTargetUnavailable,
+  PushQueueUnavailable,
+  PushSubscriptionExists,
+  PushSubscriptionNotFound,
+  PushSubscriptionRefused,
+  PushTestLimited,
   DeliveryNotFound,
   DeliveryPayloadExpired,
   type DomainError,
@@ -242,7 +247,18 @@ const cases: { readonly [Tag in DomainError["_tag"]]: readonly [Extract<DomainEr
   DeskSendingUnavailable: [
     new DeskSendingUnavailable({ reason: "relay_failed", sentId: 3 }),
     answer(503, "sending_unavailable", "The outbound relay did not accept the message; it is recorded as failed. Check Sent before retrying.")
-  ]
+  ],
+  PushSubscriptionNotFound: [new PushSubscriptionNotFound({ subscriptionId: 3 }), answer(404, "not_found", "Push subscription was not found.")],
+  PushSubscriptionExists: [new PushSubscriptionExists(), answer(409, "push_subscription_exists", "This browser is subscribed already.")],
+  PushSubscriptionRefused: [
+    new PushSubscriptionRefused({ field: "endpoint", reason: "private_address" }),
+    answer(422, "validation_failed", "The push subscription is not allowed; see fields.", { endpoint: "private_address" })
+  ],
+  PushTestLimited: [
+    new PushTestLimited({ allowance: "outstanding", retryAfter: 30 }),
+    answer(429, "push_test_limited", "Test pushes are still waiting to be sent; retry in 30 s.")
+  ],
+  PushQueueUnavailable: [new PushQueueUnavailable(), answer(503, "push_queue_unavailable", "The test push could not be queued; retry later.")]
 }
 
 /** The status and Problem body the error answers with on the wire. */

@@ -35,6 +35,7 @@ import { RateLimiter } from "./platform/RateLimiter.ts"
 import type { StartupFailure } from "./platform/Startup.ts"
 import { Realtime } from "./realtime/Realtime.ts"
 import { Rules } from "./rules/Rules.ts"
+import { Push, PushSender, VapidKeys } from "./push/Push.ts"
 import { Tags } from "./tags/Tags.ts"
 import { TestMail } from "./testmail/TestMail.ts"
 import { Tokens } from "./tokens/Tokens.ts"
@@ -87,6 +88,10 @@ const RealtimeOnFirstUse = Layer.effect(Realtime, Effect.gen(function*() {
   return Realtime.of({
     publish: (event) => Effect.flatMap(started, (realtime) => realtime.publish(event)),
     subscribe: (accounts, wants) => Effect.flatMap(started, (realtime) => realtime.subscribe(accounts, wants)),
+    publishChange: (change) => Effect.flatMap(started, (realtime) => realtime.publishChange(change)),
+    updates: (accounts, wants, lastEventId) => Effect.flatMap(started, (realtime) => realtime.updates(accounts, wants, lastEventId)),
+    everyUpdate: Effect.flatMap(started, (realtime) => realtime.everyUpdate),
+    lastEventId: Effect.flatMap(started, (realtime) => realtime.lastEventId),
     subscriptions: Effect.flatMap(started, (realtime) => realtime.subscriptions)
   })
 }))
@@ -132,6 +137,10 @@ export const storeLayer = (options: { readonly random: Layer.Layer<CandidateRand
     WebhookDeliveries.layer,
     Signer.layerNoDeps,
     OutboundHttp.layer,
+    // browser push: through Aliases, OutboundHttp and VapidKeys, the instances here (issue #32)
+    VapidKeys.layer,
+    Push.layer.pipe(Layer.provide([Aliases.layer, OutboundHttp.layer, VapidKeys.layer])),
+    PushSender.layer.pipe(Layer.provide([OutboundHttp.layer, VapidKeys.layer])),
     // background work and events
     MailQueue.layerNoDeps,
     JobQueueOnFirstUse,

@@ -4,7 +4,9 @@
  * cloned from the migrated template, and `Receiver.ts` a delivery worker on StoreLive, each
  * overriding only what a test controls (ports, DNS, webhook targets, the candidate seed, the
  * clock). Beside them: `ManualClock.ts`, `StoreTesting.ts` (one repository on a fresh database),
- * `SmtpClient.ts`, `Relay.ts` (a real SMTP relay that records what it accepts), `ServiceProcess.ts` (the real `burnbox` program as a child process),
+ * `SmtpClient.ts`, `Relay.ts` (a real SMTP relay that records what it accepts), `SseClient.ts` (an EventSource-like subscriber of the Mercure hub),
+ * `PushService.ts` (a browser's push keys, decrypting a push, checking VAPID, the push sender),
+ * `ServiceProcess.ts` (the real `burnbox` program as a child process),
  * `FakeMail.ts` (realistic verification mail, raw or as a test-mail request), `Inject.ts` (mail
  * into a harness by the API or SMTP, and waiting for the pipeline), `ApiSteps.ts` (claim an
  * alias, read messages), `HostileMail.ts` (pathological mail for the hostile-mail tests),
@@ -16,10 +18,12 @@ export * from "./Harness.ts"
 export * from "./HostileMail.ts"
 export * from "./Inject.ts"
 export * from "./ManualClock.ts"
+export * from "./PushService.ts"
 export * from "./Shapes.ts"
 export * from "./Receiver.ts"
 export * from "./Relay.ts"
 export * from "./ServiceProcess.ts"
 export * from "./SmtpClient.ts"
+export * from "./SseClient.ts"
 export * from "./StoreTesting.ts"
 export * from "./Zip.ts"

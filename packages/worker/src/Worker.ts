@@ -12,6 +12,9 @@
  * - `exports`, sent by each POST /exports: build every export due (exports/ExportBuilder.ts).
  * - `exports-sweep`, every minute: expire exports past their 24 hours (bytes deleted), and build
  *   what is due (a lost wake-up, an export whose worker died: its lease lapsed).
+ * - `push` (push/PushJobs.ts), every minute and whenever a push is queued: send the due browser pushes.
+ *
+ * With an external Mercure hub configured, `MercurePublisherLive` publishes every realtime update to it.
  */
 import { Aliases, Desks, ExportsQueue, ExportsSweepQueue, JobQueue, Mailstore, RateLimiter } from "@burnbox/store"
 import { buildExports, sweepExports } from "./exports/ExportBuilder.ts"
@@ -19,6 +22,8 @@ import { DnsResolver } from "./pipeline/MailAuth.ts"
 import { MailWorkers } from "./pipeline/MailWorkers.ts"
 import { PipelineLive } from "./pipeline/Pipeline.ts"
 import { DeliveryLive } from "./webhooks/Delivery.ts"
+import { PushJobsLive } from "./push/PushJobs.ts"
+import { MercurePublisherLive } from "./realtime/MercurePublisher.ts"
 import { Effect, Layer } from "effect"
 
 export const Queues = { timers: "alias-timers", retention: "retention", maintenance: "maintenance" } as const
@@ -72,6 +77,6 @@ export const ScheduledJobsLive = Layer.effectDiscard(Effect.gen(function*() {
  * The worker role: pipeline (its mail worker threads configured from the environment), webhook
  * delivery and scheduled work, on the store's services and the real DNS.
  */
-export const WorkerLive = Layer.mergeAll(PipelineLive.pipe(Layer.provide(MailWorkers.layer)), DeliveryLive, ScheduledJobsLive).pipe(
+export const WorkerLive = Layer.mergeAll(PipelineLive.pipe(Layer.provide(MailWorkers.layer)), DeliveryLive, ScheduledJobsLive, PushJobsLive, MercurePublisherLive).pipe(
   Layer.provide(DnsResolver.layer)
 )

@@ -10,6 +10,8 @@
 export * from "./Worker.ts"
 export * from "./pipeline/Pipeline.ts"
 export * from "./webhooks/Delivery.ts"
+export * from "./push/PushJobs.ts"
+export * from "./realtime/MercurePublisher.ts"
 export * from "./pipeline/MailAuth.ts"
 export * from "./pipeline/MailWorkers.ts"
 export { doMailWork, type MailTask, type MailWorkResult, workableInline } from "./pipeline/MailWork.ts"

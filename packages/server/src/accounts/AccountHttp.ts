@@ -1,17 +1,24 @@
-import { BurnboxApi, CurrentPrincipal, type PushSettings, SessionCookie, storageUsage } from "@burnbox/domain"
-import { type AccountRow, AccountSnapshots, Accounts, Aliases, BurnboxConfig, Domains, Keyring, Tags, toAccount, toMailDomain, toSessionAccount } from "@burnbox/store"
-import { Effect, Redacted } from "effect"
-import { HttpServerRequest } from "effect/http"
+import { BurnboxApi, CurrentPrincipal, SessionCookie, storageUsage } from "@burnbox/domain"
+import {
+  type AccountRow,
+  AccountSnapshots,
+  Accounts,
+  Aliases,
+  BurnboxConfig,
+  Domains,
+  Keyring,
+  Push,
+  subscriberJwt,
+  Tags,
+  toAccount,
+  toMailDomain,
+  toSessionAccount
+} from "@burnbox/store"
+import { SessionLifetimeMs } from "@burnbox/store/auth/Sessions"
+import { Effect, Option, Redacted } from "effect"
+import { HttpEffect, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { currentAccount } from "../platform/CurrentAccount.ts"
-
-/** Browser push is not configured yet: no application server key, no subscriptions. */
-const pushSettings = (account: { readonly pushEnabled: boolean; readonly pushNudgeDismissed: boolean }): PushSettings => ({
-  enabled: account.pushEnabled,
-  nudgeDismissed: account.pushNudgeDismissed,
-  publicKey: null,
-  subscriptions: []
-})
 
 /** GET /storage's answer for an account. */
 export const accountStorage = (account: AccountRow) => storageUsage(account.storageUsedBytes, account.entitlements.storageQuotaBytes)
@@ -27,6 +34,9 @@ export const AccountHttp = HttpApiBuilder.group(BurnboxApi, "account", Effect.fn
   const aliases = yield* Aliases
   const keyring = yield* Keyring
   const config = yield* BurnboxConfig
+  const push = yield* Push
+  const externalHub = config.externalHub
+  const hubUrl = Option.match(externalHub, { onNone: () => `${config.siteUrl}/.well-known/mercure`, onSome: (hub) => hub.url })
 
   const domainList = (account: AccountRow) =>
     domains.list.pipe(Effect.map((rows) => rows.map((row) => toMailDomain(row, account.entitlements.earlyAccessDomains))))
@@ -44,12 +54,24 @@ export const AccountHttp = HttpApiBuilder.group(BurnboxApi, "account", Effect.fn
         if (principal.kind === "bearer") return { user: toAccount(account), ...common }
         const request = yield* HttpServerRequest.HttpServerRequest
         const cookie = request.cookies[SessionCookie] ?? ""
+        const topic = `${config.siteUrl}/accounts/${account.id}`
+        if (Option.isSome(externalHub)) {
+          // The external hub authorizes the browser by this cookie: its own topic only, for a session's lifetime.
+          const token = subscriberJwt(externalHub.value.key, topic, Math.floor((Date.now() + SessionLifetimeMs) / 1000))
+          yield* HttpEffect.appendPreResponseHandler((_request, response) =>
+            HttpServerResponse.setCookie(response, "mercureAuthorization", token, {
+              httpOnly: true,
+              sameSite: "strict",
+              secure: hubUrl.startsWith("https://"),
+              path: new URL(hubUrl).pathname
+            }).pipe(Effect.orDie))
+        }
         return {
           user: toSessionAccount(account),
           ...common,
           csrfToken: keyring.csrfToken(Redacted.make(cookie)),
-          mercure: { hubUrl: `${config.siteUrl}/.well-known/mercure`, topic: `${config.siteUrl}/accounts/${account.id}` },
-          push: pushSettings(account)
+          mercure: { hubUrl, topic },
+          push: yield* push.settings(account.id)
         }
       }))
     .handle("me", () => Effect.map(currentAccount(snapshots), AccountReads.me))
@@ -61,5 +83,5 @@ export const AccountHttp = HttpApiBuilder.group(BurnboxApi, "account", Effect.fn
         yield* accounts.setDensity(principal.accountId, payload.density)
         return { density: payload.density }
       }))
-    .handle("pushSettings", () => Effect.map(currentAccount(accounts), pushSettings))
+    .handle("pushSettings", () => Effect.flatMap(CurrentPrincipal, (principal) => push.settings(principal.accountId)))
 }))

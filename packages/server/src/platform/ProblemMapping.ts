@@ -155,7 +155,14 @@ const problems = {
       message: e.reason === "not_configured"
         ? "Sending is not available: no outbound relay is configured. Check Sent before retrying."
         : "The outbound relay did not accept the message; it is recorded as failed. Check Sent before retrying."
-    })
+    }),
+  // browser push (issue #32)
+  PushSubscriptionNotFound: () => NotFound.of("Push subscription"),
+  PushSubscriptionExists: () => conflict("push_subscription_exists", "This browser is subscribed already."),
+  PushSubscriptionRefused: (e) => ValidationFailed.withFields({ [e.field]: e.reason }, "The push subscription is not allowed; see fields."),
+  PushTestLimited: (e) =>
+    rateLimited("push_test_limited", `${{ account: "Too many test pushes for this account", address: "Too many test pushes from this address", outstanding: "Test pushes are still waiting to be sent" }[e.allowance]}; retry in ${e.retryAfter} s.`, e.retryAfter),
+  PushQueueUnavailable: () => new ServiceUnavailable({ code: "push_queue_unavailable", message: "The test push could not be queued; retry later." })
 } satisfies ProblemTable
 
 /** The Problem class a domain error answers as; any other error stays what it is. */

@@ -39,6 +39,7 @@ import { lockAccountFor } from "../platform/AccountLocks.ts"
 import { Keyring, randomSecret } from "../platform/Keyring.ts"
 import { CountRow, decodeRows, IdRow } from "../platform/Rows.ts"
 import { appendEvent, eventRecord, insertEventRecords, type NewEvent, OutboxChannel } from "../webhooks/Outbox.ts"
+import { changesFragment, notifyChanges } from "../realtime/Realtime.ts"
 import { RateLimiter } from "../platform/RateLimiter.ts"
 import { now } from "../platform/Time.ts"
 import { pgJson } from "../platform/PgText.ts"
@@ -95,7 +96,8 @@ const SharedAliasRow = Schema.Struct({
   ...AliasRow.fields,
   role: Schema.Literals(["viewer", "collaborator"]),
   owner_handle: Schema.String,
-  reader_unread: Schema.Int
+  reader_unread: Schema.Int,
+  reader_push: Schema.Boolean
 })
 type SharedRow = typeof SharedAliasRow.Type
 const decodeSharedRows = decodeRows(SharedAliasRow)
@@ -157,7 +159,7 @@ export const toSharedAlias = (row: SharedRow): Alias => {
     note: null,
     unreadCount: row.reader_unread,
     storageUsedBytes: 0,
-    pushEnabled: false,
+    pushEnabled: row.reader_push,
     planPaused: false,
     selfDestructAt: null,
     selfDestructSuspended: false,
@@ -506,8 +508,9 @@ export class Aliases extends Context.Service<Aliases, {
           UPDATE accounts SET aliases_lifetime_claimed = aliases_lifetime_claimed + 1
           WHERE id = ${input.accountId} AND EXISTS (SELECT 1 FROM claimed)
         ), event AS (${insertEventRecords(sql, [eventRecord(input.event)], sql`EXISTS (SELECT 1 FROM claimed)`)})
-        SELECT EXISTS (SELECT 1 FROM claimed) AS claimed,
-               (SELECT count(*) FROM pg_notify(${OutboxChannel}, '') WHERE EXISTS (SELECT 1 FROM claimed)) AS notified`.pipe(
+        -- the notifications go out at commit; a claim that wrote nothing rolls back, and they with it
+        SELECT EXISTS (SELECT 1 FROM claimed) AS claimed, (SELECT count(*) FROM pg_notify(${OutboxChannel}, '')) AS notified,
+               ${changesFragment(sql, [{ accountId: input.accountId, type: "alias.claimed", aliasId: input.aliasId }])} AS published`.pipe(
         Effect.flatMap(decodeRows(Schema.Struct({ claimed: Schema.Boolean }))),
         Effect.map(([row]) => row?.claimed === true)
       )
@@ -593,9 +596,11 @@ export class Aliases extends Context.Service<Aliases, {
             return yield* Effect.fail(new ActiveAliasCapReached({ limit: resolved.activeAliasCap }))
           }
           yield* sql`UPDATE aliases SET status = 'active', plan_paused = false WHERE id = ${row.id}`.pipe(Effect.orDie)
+          yield* notifyChanges(sql, [{ accountId, type: "alias.resumed", aliasId: row.id }])
         } else if (target === "paused") {
           yield* sql`UPDATE aliases SET status = 'paused', paused_at = ${at} WHERE id = ${row.id}`.pipe(Effect.orDie)
           yield* appendEvent(sql, { accountId, alias: eventAlias(row), type: "alias.paused", time: at, data: { alias: eventAlias(row), paused_at: at.toISOString() } })
+          yield* notifyChanges(sql, [{ accountId, type: "alias.paused", aliasId: row.id }])
         } else {
           yield* burn(row, at)
         }
@@ -638,6 +643,7 @@ export class Aliases extends Context.Service<Aliases, {
         yield* sql`UPDATE aliases SET status = 'burned', burned_at = ${at}, plan_paused = false WHERE id = ${row.id}`.pipe(Effect.orDie)
         yield* endSharesOfBurned(sql, row.id, at).pipe(Effect.orDie)
         yield* appendEvent(sql, { accountId: row.account_id, alias: eventAlias(row), type: "alias.burned", time: at, data: { alias: eventAlias(row), burned_at: at.toISOString() } })
+        yield* notifyChanges(sql, [{ accountId: row.account_id, type: "alias.burned", aliasId: row.id }])
       })
 
     const setTimer = Effect.fn("Aliases.setTimer")(function*(accountId: number, id: number, atInput: string) {
@@ -729,12 +735,14 @@ export class Aliases extends Context.Service<Aliases, {
             yield* sql`UPDATE aliases SET status = 'paused', paused_at = ${at}, plan_paused = true WHERE id = ${row.id}`.pipe(Effect.orDie)
             yield* appendEvent(sql, { accountId, alias: eventAlias(row), type: "alias.paused", time: at, data: { alias: eventAlias(row), paused_at: at.toISOString() } })
           }
+          yield* notifyChanges(sql, excess.map((row) => ({ accountId, type: "alias.paused" as const, aliasId: row.id })))
           paused = excess.length
         } else {
           const room = resolved.activeAliasCap - active.length
           const planPaused = yield* planPausedFirst({ accountId, room }).pipe(Effect.orDie)
           if (planPaused.length > 0) {
             yield* sql`UPDATE aliases SET status = 'active', plan_paused = false WHERE id IN ${sql.in(planPaused.map((r) => r.id))}`.pipe(Effect.orDie)
+            yield* notifyChanges(sql, planPaused.map((r) => ({ accountId, type: "alias.resumed" as const, aliasId: r.id })))
           }
           resumed = planPaused.length
         }
@@ -757,7 +765,7 @@ export class Aliases extends Context.Service<Aliases, {
     /** The mailboxes others shared with the reader, live now. */
     const sharedWith = (accountId: number) =>
       Effect.flatMap(reachableShare(sql, "s"), (reachable) => sql`
-        SELECT ${aliasColumns}, s.role, o.handle AS owner_handle,
+        SELECT ${aliasColumns}, s.role, o.handle AS owner_handle, s.push_enabled AS reader_push,
                (SELECT count(*)::int FROM messages m
                 WHERE m.alias_id = al.id AND m.trashed_at IS NULL
                   AND NOT EXISTS (SELECT 1 FROM message_states ms WHERE ms.message_id = m.id AND ms.account_id = ${accountId} AND ms.is_read)

@@ -42,6 +42,7 @@ import { destroyMessages, type MessageStores } from "./Mailstore.ts"
 import { senderAddressOf } from "./Messages.ts"
 import { Entitlements } from "../plans/Entitlements.ts"
 import { appendEvent } from "../webhooks/Outbox.ts"
+import { notifyChanges } from "../realtime/Realtime.ts"
 import { now } from "../platform/Time.ts"
 
 const dayMs = 86_400_000
@@ -245,6 +246,10 @@ export class MessageActions extends Context.Service<MessageActions, {
         SELECT t.id, t.name, t.color FROM message_tags mt JOIN tags t ON t.id = mt.tag_id
         WHERE mt.account_id = ${accountId} AND mt.message_id = ${id} ORDER BY t.name_key, t.id`.pipe(Effect.flatMap(tagRows))
 
+    /** The reader's own view of these messages changed: its Mercure topic hears it at commit. */
+    const publishChanged = (accountId: number, messageIds: ReadonlyArray<number>) =>
+      messageIds.length === 0 ? Effect.void : notifyChanges(sql, [{ accountId, type: "message.changed", messageIds }])
+
     const updateState = Effect.fn("MessageActions.updateState")(function*(
       accountId: number,
       id: number,
@@ -278,6 +283,7 @@ export class MessageActions extends Context.Service<MessageActions, {
           }
         }
         const state = { ...target, ...flags }
+        yield* notifyChanges(sql, [{ accountId, type: "message.changed", aliasId: target.alias_id, messageIds: [id] }])
         return {
           isRead: state.is_read,
           starred: state.starred,
@@ -354,6 +360,7 @@ export class MessageActions extends Context.Service<MessageActions, {
         const plan = yield* lockAccount(accountId)
         const targets = yield* lockAll(accountId, [id], "delete")
         yield* deleteTargets(accountId, plan, targets, permanent)
+        yield* publishChanged(accountId, targets.map((t) => t.id))
       })).pipe(Effect.catchTag("SqlError", Effect.die))
     })
 
@@ -362,6 +369,7 @@ export class MessageActions extends Context.Service<MessageActions, {
         yield* lockAccount(accountId)
         const targets = yield* lockAll(accountId, [id], "delete")
         yield* restoreTargets(targets)
+        yield* publishChanged(accountId, targets.map((t) => t.id))
       })).pipe(Effect.catchTag("SqlError", Effect.die))
     })
 
@@ -402,6 +410,7 @@ export class MessageActions extends Context.Service<MessageActions, {
           result.trashed = done.trashed
           result.outcomes = ids.map((id) => done.outcomes.get(id)!)
         }
+        yield* publishChanged(accountId, targets.map((t) => t.id))
         return result satisfies BulkMessageResult
       })).pipe(Effect.catchTag("SqlError", Effect.die))
     })
@@ -422,6 +431,7 @@ export class MessageActions extends Context.Service<MessageActions, {
           FOR UPDATE OF m SKIP LOCKED`.pipe(Effect.flatMap(victimRows))
         // Mail in the trash is not in any unread count.
         yield* destroyMessages(stores, victims.map((v) => ({ ...v, unread: false })))
+        yield* publishChanged(accountId, victims.map((v) => v.id))
         const [left] = yield* sql`
           SELECT count(*)::int AS n FROM messages m WHERE ${deletable} AND m.trashed_at IS NOT NULL AND ${inAlias}`
           .pipe(Effect.flatMap(countRows))

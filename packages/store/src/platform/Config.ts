@@ -18,6 +18,8 @@ export interface BurnboxSettings {
   readonly webhookAllowPrivate: boolean
   readonly webhookCaFile: Option.Option<string>
   readonly outboundSmtpUrl: Option.Option<Redacted.Redacted<string>>
+  /** BURNBOX_MERCURE_URL and BURNBOX_MERCURE_JWT_KEY: an external Mercure hub instead of the project's own (issue #32). */
+  readonly externalHub: Option.Option<{ readonly url: string; readonly key: Redacted.Redacted<string> }>
 }
 
 /** The data dir when BURNBOX_DATA_DIR is unset: `.burnbox` in the current folder. */
@@ -41,6 +43,12 @@ export class BurnboxConfig extends Context.Service<BurnboxConfig, BurnboxSetting
     const webhookAllowPrivate = yield* Config.Boolean("BURNBOX_WEBHOOK_ALLOW_PRIVATE").pipe(Config.withDefault(false))
     const webhookCaFile = yield* Config.option(Config.String("BURNBOX_WEBHOOK_CA_FILE"))
     const outboundSmtpUrl = yield* Config.option(Config.Redacted("BURNBOX_OUTBOUND_SMTP_URL"))
+    const hubUrl = yield* Config.option(Config.String("BURNBOX_MERCURE_URL"))
+    const hubKey = yield* Config.option(Config.Redacted("BURNBOX_MERCURE_JWT_KEY"))
+    if (Option.isSome(hubUrl) && Option.isNone(hubKey)) {
+      return yield* new StartupFailure({ message: "BURNBOX_MERCURE_URL needs BURNBOX_MERCURE_JWT_KEY (the hub's HS256 key)" })
+    }
+    const externalHub = Option.zipWith(hubUrl, hubKey, (url, key) => ({ url, key }))
     return BurnboxConfig.of({
       databaseUrl,
       dataDir,
@@ -53,7 +61,8 @@ export class BurnboxConfig extends Context.Service<BurnboxConfig, BurnboxSetting
       secret,
       webhookAllowPrivate,
       webhookCaFile,
-      outboundSmtpUrl
+      outboundSmtpUrl,
+      externalHub
     })
   }).pipe(Effect.orDie))
 
@@ -69,6 +78,7 @@ export class BurnboxConfig extends Context.Service<BurnboxConfig, BurnboxSetting
       webhookAllowPrivate: false,
       webhookCaFile: Option.none(),
       outboundSmtpUrl: Option.none(),
+      externalHub: Option.none(),
       ...settings,
       httpPort,
       siteUrl,

@@ -37,6 +37,7 @@ import { Entitlements } from "../plans/Entitlements.ts"
 import { IdRow, IsoFromDate, rowsDecoder } from "../platform/Rows.ts"
 import { now } from "../platform/Time.ts"
 import { liveGuestShare, MailboxAccess } from "./MailboxAccess.ts"
+import { notifyChanges } from "../realtime/Realtime.ts"
 
 /** A live share as its owner lists it. */
 const ShareRow = Schema.Struct({
@@ -203,6 +204,13 @@ export class Shares extends Context.Service<Shares, {
       return answer!
     })
 
+    /** The guests of the shares `where` selects hear that what they reach changed (their Mercure streams end and reconnect). */
+    const notifyGuests = (where: Statement.Fragment, type: "share.started" | "share.stopped") =>
+      sql<{ guest_id: number; alias_id: number }>`SELECT guest_id, alias_id FROM shares WHERE ${where}`.pipe(
+        Effect.orDie,
+        Effect.flatMap((rows) => notifyChanges(sql, rows.map((row) => ({ accountId: row.guest_id, type, aliasId: row.alias_id }))))
+      )
+
     const end = Effect.fn("Shares.end")(function*(ownerId: number, aliasId: number, shareId: number) {
       const at = yield* now
       const ended = yield* sql`
@@ -210,6 +218,7 @@ export class Shares extends Context.Service<Shares, {
         WHERE s.id = ${shareId} AND s.alias_id = ${aliasId} AND s.owner_id = ${ownerId} AND ${sql.literal(standingShare("s"))}
         RETURNING s.id`.pipe(Effect.flatMap(idRows), Effect.orDie)
       if (ended.length === 0) return yield* Effect.fail(new ShareNotFound({ shareId }))
+      yield* notifyGuests(sql`id = ${shareId}`, "share.stopped")
     })
 
     const invitations = Effect.fn("Shares.invitations")(function*(guestId: number) {
@@ -238,6 +247,7 @@ export class Shares extends Context.Service<Shares, {
       const at = yield* now
       yield* answerInvitation(guestId, invitationId, sql`status = 'active', accepted_at = ${at}`)
       yield* access.forgetGuests([guestId])
+      yield* notifyGuests(sql`id = ${invitationId}`, "share.started")
     })
 
     const decline = Effect.fn("Shares.decline")(function*(guestId: number, invitationId: number) {
@@ -263,6 +273,7 @@ export class Shares extends Context.Service<Shares, {
         yield* sql`
           UPDATE share_grants SET revoked_at = ${at}, revoked_by = 'guest'
           WHERE share_id IN ${sql.in(left.map((r) => r.id))} AND revoked_at IS NULL`
+        yield* notifyChanges(sql, [{ accountId: guestId, type: "share.stopped", aliasId }])
       })).pipe(Effect.catchTag("SqlError", Effect.die))
     })
 
@@ -459,13 +470,16 @@ export class Shares extends Context.Service<Shares, {
       Effect.gen(function*() {
         const at = yield* now
         if (sharing) {
-          const resumed = yield* sql<{ guest_id: number }>`UPDATE shares s SET suspended_at = NULL
+          const resumed = yield* sql<{ guest_id: number; alias_id: number }>`UPDATE shares s SET suspended_at = NULL
                 WHERE s.owner_id = ${ownerId} AND ${sql.literal(standingShare("s"))} AND s.suspended_at IS NOT NULL
-                RETURNING s.guest_id`
+                RETURNING s.guest_id, s.alias_id`
           yield* access.forgetGuests(resumed.map((row) => row.guest_id))
+          yield* notifyChanges(sql, resumed.map((row) => ({ accountId: row.guest_id, type: "share.started" as const, aliasId: row.alias_id })))
         } else {
-          yield* sql`UPDATE shares s SET suspended_at = ${at}
-                WHERE s.owner_id = ${ownerId} AND ${sql.literal(standingShare("s"))} AND s.suspended_at IS NULL`
+          const suspended = yield* sql<{ guest_id: number; alias_id: number }>`UPDATE shares s SET suspended_at = ${at}
+                WHERE s.owner_id = ${ownerId} AND ${sql.literal(standingShare("s"))} AND s.suspended_at IS NULL
+                RETURNING s.guest_id, s.alias_id`
+          yield* notifyChanges(sql, suspended.map((row) => ({ accountId: row.guest_id, type: "share.stopped" as const, aliasId: row.alias_id })))
         }
       }).pipe(Effect.orDie)
     yield* entitlements.onPlanChange({ feature: "sharing", apply: ({ accountId, after }) => followPlan(accountId, planIncludes(after, "sharing")) })
