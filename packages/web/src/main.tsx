@@ -77,7 +77,8 @@ const App = () => {
   useEffect(() => {
     void loadSession()
     return onSignedOut(() => {
-      if (sessionSignal.get() !== null) setExpired(true)
+      const current = sessionSignal.get()
+      if (current !== null && current !== undefined) setExpired(true)
     })
   }, [])
   useEffect(() => {
