@@ -19,6 +19,7 @@ import { TokensHttp } from "./tokens/TokensHttp.ts"
 import { WebhooksHttp } from "./webhooks/WebhooksHttp.ts"
 import { WellKnownRoutes } from "./webhooks/WellKnown.ts"
 import { WebRoutes } from "./web/WebRoutes.ts"
+import { MercureHubRoutes } from "./realtime/MercureHub.ts"
 import { ProblemRouting } from "./platform/ProblemRouting.ts"
 import { ValidationErrorsLive } from "./platform/Validation.ts"
 
@@ -45,6 +46,7 @@ export const HttpRoutes = Layer.mergeAll(
   })),
   ProblemRouting,
   WellKnownRoutes,
+  MercureHubRoutes,
   // The web inbox (#35): the built page and assets at {site_url}/.
   WebRoutes
 )

@@ -84,6 +84,9 @@ const RealtimeOnFirstUse = Layer.effect(Realtime, Effect.gen(function*() {
   return Realtime.of({
     publish: (event) => Effect.flatMap(started, (realtime) => realtime.publish(event)),
     subscribe: (accounts, wants) => Effect.flatMap(started, (realtime) => realtime.subscribe(accounts, wants)),
+    publishChange: (change) => Effect.flatMap(started, (realtime) => realtime.publishChange(change)),
+    updates: (accounts, wants, lastEventId) => Effect.flatMap(started, (realtime) => realtime.updates(accounts, wants, lastEventId)),
+    lastEventId: Effect.flatMap(started, (realtime) => realtime.lastEventId),
     subscriptions: Effect.flatMap(started, (realtime) => realtime.subscriptions)
   })
 }))

@@ -77,8 +77,8 @@ const App = () => {
   useEffect(() => {
     void loadSession()
     return onSignedOut(() => {
-      const current = sessionSignal.get()
-      if (current !== null && current !== undefined) setExpired(true)
+      const now = sessionSignal.get()
+      if (now !== null && now !== undefined) setExpired(true)
     })
   }, [])
   useEffect(() => {

@@ -20,14 +20,62 @@ export const MailEvent = Schema.Struct({
 })
 export type MailEvent = typeof MailEvent.Type
 
-const decodeEvent = Schema.decodeUnknownOption(Schema.fromJsonString(MailEvent))
+/**
+ * Other changes the Mercure hub tells an account's browsers about (issue #32): what changed and
+ * its ids, never a body. `message.changed` is one reader's own state of messages (read, starred,
+ * tags, trash...): only that reader's topic hears it, never the guests of its mailboxes.
+ */
+export const ChangeType = Schema.Literals([
+  "message.changed",
+  "alias.claimed",
+  "alias.paused",
+  "alias.resumed",
+  "alias.burned",
+  "share.started",
+  "share.stopped"
+])
+export type ChangeType = typeof ChangeType.Type
+
+export const ChangeEvent = Schema.Struct({
+  /** Whose topic hears it (an alias's owner; the reader, for `message.changed`; the guest, for a share). */
+  accountId: Schema.Int,
+  type: ChangeType,
+  aliasId: Schema.Int,
+  messageIds: Schema.optionalKey(Schema.Array(Schema.Int))
+})
+export type ChangeEvent = typeof ChangeEvent.Type
+
+/**
+ * One update as the hub keeps and sends it: a mail event (`message.processed`/`message.failed`)
+ * or a change, with an id every process gives it alike (it travels in the notification), so a
+ * subscriber may resume from it on any process that heard it.
+ */
+export interface Update {
+  readonly id: string
+  readonly accountId: number
+  readonly type: `message.${MailEvent["status"]}` | ChangeType
+  readonly aliasId: number
+  readonly messageId?: number
+  readonly messageIds?: ReadonlyArray<number>
+}
+
+const Wire = Schema.Struct({ id: Schema.optionalKey(Schema.String) })
+const decodeWire = Schema.decodeUnknownOption(Schema.fromJsonString(Schema.Union([
+  Schema.Struct({ ...MailEvent.fields, ...Wire.fields }),
+  Schema.Struct({ ...ChangeEvent.fields, ...Wire.fields })
+])))
+
+/** How many updates a process keeps for subscribers that come back with `Last-Event-ID`. */
+export const HistorySize = 2000
+
+const newId = () => `urn:uuid:${crypto.randomUUID()}`
 
 /**
  * The statement fragment that publishes one `MailEvent` per row of `rows` (a CTE or table with
  * `id`, `account_id` and `alias_id` columns): a select-list item for the writer's own statement.
  */
 export const publishFragment = (sql: SqlClient.SqlClient, status: MailEvent["status"], rows: string): Statement.Fragment =>
-  sql`pg_notify(${RealtimeChannel}, json_build_object('accountId', ${sql(rows)}.account_id, 'aliasId', ${sql(rows)}.alias_id, 'messageId', ${sql(rows)}.id, 'status', ${status}::text)::text)`
+  sql`pg_notify(${RealtimeChannel}, json_build_object('accountId', ${sql(rows)}.account_id, 'aliasId', ${sql(rows)}.alias_id, 'messageId', ${sql(rows)}.id, 'status', ${status}::text, 'id', 'urn:uuid:' || gen_random_uuid())::text)`
 
 /**
  * What a subscriber hears when this process listens again after its LISTEN connection ended:
@@ -43,9 +91,15 @@ export type EventTest = (event: MailEvent) => boolean
 
 const everyEvent: EventTest = () => true
 
+/** Which of its accounts' updates a hub subscriber hears. */
+export type UpdateTest = (update: Update) => boolean
+
+/** What a hub subscription delivers: updates, and `EventsMissed` when some cannot be replayed. */
+export type HeardUpdate = Update | typeof EventsMissed
+
 interface Subscriber {
-  readonly events: Queue.Queue<Heard>
-  readonly wants: EventTest
+  readonly hear: (update: Update, event: MailEvent | undefined) => void
+  readonly missed: () => void
 }
 
 export class Realtime extends Context.Service<Realtime, {
@@ -58,6 +112,20 @@ export class Realtime extends Context.Service<Realtime, {
    * that account, whatever else subscribes.
    */
   readonly subscribe: (accounts: number | ReadonlyArray<number>, wants?: EventTest) => Effect.Effect<Queue.Dequeue<Heard>, never, Scope.Scope>
+  /** Publishes a change to every process's hub subscribers, after the surrounding transaction commits (if any). */
+  readonly publishChange: (change: ChangeEvent) => Effect.Effect<void>
+  /**
+   * The hub's subscription: the updates of one or more accounts (those `wants`) from now until the
+   * scope closes; with `lastEventId`, first those this process kept after it (`EventsMissed`
+   * first when it no longer has that id: what was missed must be read again).
+   */
+  readonly updates: (
+    accounts: ReadonlyArray<number>,
+    wants: UpdateTest,
+    lastEventId?: string
+  ) => Effect.Effect<Queue.Dequeue<HeardUpdate>, never, Scope.Scope>
+  /** The id of the last update this process kept, if any (the hub's `Last-Event-ID` answer header). */
+  readonly lastEventId: Effect.Effect<string | undefined>
   /** How many subscriptions are open in this process. */
   readonly subscriptions: Effect.Effect<number>
 }>()("burnbox/Realtime") {
@@ -67,10 +135,31 @@ export class Realtime extends Context.Service<Realtime, {
     const pg = yield* PgClient.PgClient
     const byAccount = new Map<number, Set<Subscriber>>()
     let open = 0
-    const deliver = (event: MailEvent) => {
-      for (const subscriber of byAccount.get(event.accountId) ?? []) {
-        if (subscriber.wants(event)) Queue.offerUnsafe(subscriber.events, event)
+    // The last HistorySize updates heard, oldest first (a ring: `start` is the oldest).
+    const history: Array<Update> = []
+    let start = 0
+    const keep = (update: Update) => {
+      if (history.length < HistorySize) history.push(update)
+      else {
+        history[start] = update
+        start = (start + 1) % HistorySize
       }
+    }
+    /** The kept updates after the one with `id`, oldest first; undefined when it is not kept. */
+    const keptAfter = (id: string): ReadonlyArray<Update> | undefined => {
+      const ordered = [...history.slice(start), ...history.slice(0, start)]
+      for (let i = ordered.length - 1; i >= 0; i--) {
+        if (ordered[i]!.id === id) return ordered.slice(i + 1)
+      }
+      return undefined
+    }
+    const deliver = (payload: MailEvent | ChangeEvent, id: string) => {
+      const event = "status" in payload ? payload : undefined
+      const update: Update = "status" in payload
+        ? { id, accountId: payload.accountId, type: `message.${payload.status}`, aliasId: payload.aliasId, messageId: payload.messageId }
+        : { id, ...payload }
+      keep(update)
+      for (const subscriber of byAccount.get(update.accountId) ?? []) subscriber.hear(update, event)
     }
     // Listens until the connection ends, then again a second later; the layer is ready once the
     // first LISTEN holds (if it cannot, the layer fails). Events published while no LISTEN held
@@ -81,7 +170,7 @@ export class Realtime extends Context.Service<Realtime, {
       if (!(yield* Deferred.succeed(listening, undefined))) {
         // A subscriber of several accounts is in several sets: it hears this once.
         for (const subscriber of new Set([...byAccount.values()].flatMap((subscribers) => [...subscribers]))) {
-          Queue.offerUnsafe(subscriber.events, EventsMissed)
+          subscriber.missed()
         }
       }
       for (;;) {
@@ -89,7 +178,9 @@ export class Realtime extends Context.Service<Realtime, {
         // would wait its turn behind every other fiber ready to run (a loop yields between turns),
         // and the last of a commit's notifications would be heard tens of ms after the first.
         const arrived = yield* Queue.takeAll(notifications)
-        for (const notification of arrived) Option.map(decodeEvent(notification.payload), deliver)
+        for (const notification of arrived) {
+          Option.map(decodeWire(notification.payload), ({ id, ...payload }) => deliver(payload, id ?? newId()))
+        }
       }
     }))
     yield* listen.pipe(
@@ -98,19 +189,19 @@ export class Realtime extends Context.Service<Realtime, {
       Effect.forkScoped
     )
     yield* Deferred.await(listening).pipe(Effect.orDie)
-    const subscribe = (accounts: number | ReadonlyArray<number>, wants: EventTest = everyEvent) =>
-      Effect.flatMap(Queue.unbounded<Heard>(), (events) => {
-        const subscriber: Subscriber = { events, wants }
+    /** Enters `subscriber` in its accounts' sets for the scope; `first` runs in the same step (no update between). */
+    const enter = <A>(accounts: number | ReadonlyArray<number>, subscriber: Subscriber, events: Queue.Queue<A>, first: () => void = () => {}) => {
         const ids = [...new Set(typeof accounts === "number" ? [accounts] : accounts)]
         return Effect.acquireRelease(
           Effect.sync(() => {
+            first()
             for (const id of ids) {
               const set = byAccount.get(id)
               if (set === undefined) byAccount.set(id, new Set([subscriber]))
               else set.add(subscriber)
             }
             open++
-            return events as Queue.Dequeue<Heard>
+            return events as Queue.Dequeue<A>
           }),
           () =>
             Effect.andThen(
@@ -125,10 +216,36 @@ export class Realtime extends Context.Service<Realtime, {
               Queue.shutdown(events)
             )
         )
-      })
+    }
+    const subscribe = (accounts: number | ReadonlyArray<number>, wants: EventTest = everyEvent) =>
+      Effect.flatMap(Queue.unbounded<Heard>(), (events) =>
+        enter(accounts, {
+          hear: (_update, event) => {
+            if (event !== undefined && wants(event)) Queue.offerUnsafe(events, event)
+          },
+          missed: () => Queue.offerUnsafe(events, EventsMissed)
+        }, events))
+    const updates = (accounts: ReadonlyArray<number>, wants: UpdateTest, lastEventId?: string) =>
+      Effect.flatMap(Queue.unbounded<HeardUpdate>(), (events) =>
+        enter(accounts, {
+          hear: (update) => {
+            if (wants(update)) Queue.offerUnsafe(events, update)
+          },
+          missed: () => Queue.offerUnsafe(events, EventsMissed)
+        }, events, () => {
+          if (lastEventId === undefined) return
+          const kept = keptAfter(lastEventId)
+          if (kept === undefined) Queue.offerUnsafe(events, EventsMissed)
+          else for (const update of kept) if (accounts.includes(update.accountId) && wants(update)) Queue.offerUnsafe(events, update)
+        }))
+    const notify = (payload: object) =>
+      sql`SELECT pg_notify(${RealtimeChannel}, ${JSON.stringify({ ...payload, id: newId() })})`.pipe(Effect.orDie, Effect.asVoid)
     return Realtime.of({
-      publish: (event) => sql`SELECT pg_notify(${RealtimeChannel}, ${JSON.stringify(event)})`.pipe(Effect.orDie, Effect.asVoid),
+      publish: notify,
+      publishChange: notify,
       subscribe,
+      updates,
+      lastEventId: Effect.sync(() => history.length === 0 ? undefined : history[(start + history.length - 1) % HistorySize]?.id),
       subscriptions: Effect.sync(() => open)
     })
   }))

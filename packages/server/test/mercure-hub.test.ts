@@ -1,0 +1,148 @@
+/**
+ * The Mercure hub (issue #32, decisions.md "Realtime"): a browser session subscribes to its own
+ * topic at {site_url}/.well-known/mercure and hears what changed (never a body); a reconnect
+ * with Last-Event-ID receives what it missed; other topics are refused; updates published by
+ * another process (its own pool and LISTEN) reach this one's subscribers.
+ */
+import { type Caller, claimAlias, type Harness, injectMail, openSse, processed, type Session, sendMail, startHarness } from "@burnbox/testkit"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+
+let h: Harness
+let owner: Session
+let who: Caller
+
+beforeAll(async () => {
+  h = await startHarness({}, undefined, { seed: 3211 })
+  owner = await h.signup({ plan: "pro" })
+  who = { session: owner }
+})
+afterAll(async () => {
+  await h.close()
+})
+
+const origin = (harness: Harness) => harness.baseUrl.replace(/\/api\/v1$/, "")
+const topicOf = (harness: Harness, session: Session) => `${origin(harness)}/accounts/${session.accountId}`
+const hubUrl = (harness: Harness, topic: string, query = "") => `${origin(harness)}/.well-known/mercure?topic=${encodeURIComponent(topic)}${query}`
+const subscribe = (harness: Harness, session: Session | undefined, topic: string, headers: Record<string, string> = {}, query = "") =>
+  openSse(hubUrl(harness, topic, query), { ...(session === undefined ? {} : { cookie: `service_session=${session.cookie}` }), ...headers })
+
+const raw = (to: string, subject: string) =>
+  Buffer.from(`From: a@example.org\r\nTo: ${to}\r\nSubject: ${subject}\r\nMessage-ID: <${subject.replace(/\W/g, "")}@example.org>\r\n\r\nyour code is 482913\r\n`)
+
+describe("GET /.well-known/mercure", () => {
+  it("the bootstrap names this hub and the session's own topic", async () => {
+    const answer = await h.request("/bootstrap", { session: owner })
+    expect(answer.status).toBe(200)
+    expect(answer.body.mercure).toEqual({ hubUrl: `${origin(h)}/.well-known/mercure`, topic: topicOf(h, owner) })
+  })
+
+  it("streams an update for mail delivered over SMTP and for injected mail, naming ids and never the body", async () => {
+    const alias = await claimAlias(h, who)
+    const sse = await subscribe(h, owner, topicOf(h, owner))
+    try {
+      expect(sse.status).toBe(200)
+      expect(sse.headers.get("content-type")).toContain("text/event-stream")
+      const smtpId = await sendMail(h, alias.address, raw(alias.address, "over smtp"))
+      const bySmtp = await sse.next((e) => e.data.messageId === smtpId)
+      expect(bySmtp.data).toEqual({ topic: topicOf(h, owner), type: "message.processed", aliasId: alias.id, messageId: smtpId })
+      expect(bySmtp.id).toMatch(/^urn:uuid:[0-9a-f-]{36}$/)
+
+      const injected = await injectMail(h, who, alias.id, { subject: "injected", text: "the secret body 771" })
+      const byApi = await sse.next((e) => e.data.messageId === injected)
+      expect(byApi.data.type).toBe("message.processed")
+      expect(JSON.stringify(sse.events)).not.toContain("secret body")
+      expect(JSON.stringify(sse.events)).not.toContain("482913")
+      // The first heartbeat comment went at once.
+      expect(sse.comments()).toBeGreaterThanOrEqual(1)
+    } finally {
+      sse.close()
+    }
+  })
+
+  it("a reconnect with Last-Event-ID receives what it missed, in order, and nothing before it", async () => {
+    const alias = await claimAlias(h, who)
+    const first = await subscribe(h, owner, topicOf(h, owner))
+    const seen = await injectMail(h, who, alias.id, { subject: "seen" })
+    const last = await first.next((e) => e.data.messageId === seen)
+    first.close()
+    const missed = [await injectMail(h, who, alias.id, { subject: "missed 1" }), await injectMail(h, who, alias.id, { subject: "missed 2" })]
+    for (const id of missed) await processed(h, who, id)
+
+    const again = await subscribe(h, owner, topicOf(h, owner), { "last-event-id": last.id! })
+    try {
+      const one = await again.next((e) => e.data.aliasId === alias.id)
+      const two = await again.next((e) => e.data.aliasId === alias.id)
+      expect([one.data.messageId, two.data.messageId]).toEqual(missed)
+      expect(again.events.some((e) => e.data.messageId === seen)).toBe(false)
+    } finally {
+      again.close()
+    }
+    // The query form of Mercure (lastEventID) is heard alike.
+    const byQuery = await subscribe(h, owner, topicOf(h, owner), {}, `&lastEventID=${encodeURIComponent(last.id!)}`)
+    try {
+      expect((await byQuery.next((e) => e.data.aliasId === alias.id)).data.messageId).toBe(missed[0])
+    } finally {
+      byQuery.close()
+    }
+  })
+
+  it("an id the hub no longer keeps is answered with events.missed (read again)", async () => {
+    const sse = await subscribe(h, owner, topicOf(h, owner), { "last-event-id": "urn:uuid:00000000-0000-4000-8000-000000000000" })
+    try {
+      expect((await sse.next()).data).toEqual({ topic: topicOf(h, owner), type: "events.missed" })
+    } finally {
+      sse.close()
+    }
+  })
+
+  it("refuses another account's topic, a missing topic and a request without a session", async () => {
+    const stranger = await h.signup()
+    const foreign = await subscribe(h, owner, topicOf(h, stranger))
+    expect(foreign.status).toBe(403)
+    const mixed = await openSse(`${hubUrl(h, topicOf(h, owner))}&topic=${encodeURIComponent(topicOf(h, stranger))}`, { cookie: `service_session=${owner.cookie}` })
+    expect(mixed.status).toBe(403)
+    const wildcard = await subscribe(h, owner, `${origin(h)}/accounts/{id}`)
+    expect(wildcard.status).toBe(403)
+    const none = await openSse(`${origin(h)}/.well-known/mercure`, { cookie: `service_session=${owner.cookie}` })
+    expect(none.status).toBe(400)
+    const anonymous = await subscribe(h, undefined, topicOf(h, owner))
+    expect(anonymous.status).toBe(401)
+    const forged = await subscribe(h, undefined, topicOf(h, owner), { cookie: "service_session=forged" })
+    expect(forged.status).toBe(401)
+  })
+
+  it("a stranger's mail is not heard on one's own topic", async () => {
+    const stranger = await h.signup({ plan: "pro" })
+    const theirs = await claimAlias(h, { session: stranger })
+    const mine = await claimAlias(h, who)
+    const sse = await subscribe(h, owner, topicOf(h, owner))
+    try {
+      const foreign = await injectMail(h, { session: stranger }, theirs.id)
+      await processed(h, { session: stranger }, foreign)
+      const own = await injectMail(h, who, mine.id)
+      await sse.next((e) => e.data.messageId === own)
+      expect(sse.events.some((e) => e.data.messageId === foreign || e.data.aliasId === theirs.id)).toBe(false)
+    } finally {
+      sse.close()
+    }
+  })
+})
+
+describe("across processes", () => {
+  it("a serve process's subscriber hears mail another process processed", async () => {
+    const serve = await startHarness({}, h)
+    try {
+      const alias = await claimAlias(h, who)
+      const sse = await subscribe(serve, owner, topicOf(serve, owner))
+      try {
+        expect(sse.status).toBe(200)
+        const id = await injectMail(h, who, alias.id, { subject: "from the other process" })
+        expect((await sse.next((e) => e.data.messageId === id)).data.type).toBe("message.processed")
+      } finally {
+        sse.close()
+      }
+    } finally {
+      await serve.close()
+    }
+  })
+})
