@@ -145,10 +145,12 @@ export const MessageView = (props: { readonly id: number }) => {
         {message.spamScore !== null && <span class="verdict">spam score {message.spamScore}</span>}
       </p>
 
-      <div class="tabs" role="tablist" aria-label="Message body">
+      <div class="tabs">
+      <div role="tablist" aria-label="Message body" class="tabs">
         {message.htmlUrl !== null && <button type="button" role="tab" aria-selected={tab === "html"} onClick={() => setTab("html")}>HTML</button>}
         <button type="button" role="tab" aria-selected={tab === "text"} onClick={() => setTab("text")}>Text</button>
         <button type="button" role="tab" aria-selected={tab === "headers"} onClick={() => setTab("headers")}>Headers</button>
+      </div>
         <a class="button" href={apiUrl(message.rawUrl)} download={`message-${message.id}.eml`}>Download raw</a>
       </div>
 

@@ -15,6 +15,10 @@ let source: EventSource | undefined
 export const connectLive = (hubUrl: string, topic: string) => {
   if (source !== undefined || typeof EventSource === "undefined") return
   const url = new URL(hubUrl, location.origin)
+  // The service's own hub (on its site URL, as the topic is): reach it on the origin this page
+  // came from, which may name the same server differently (127.0.0.1 for localhost), so the
+  // session cookie goes along and the page's CSP (connect-src 'self') allows it.
+  if (url.origin === new URL(topic).origin) url.host = location.host
   url.searchParams.append("topic", topic)
   source = new EventSource(url, { withCredentials: true })
   source.addEventListener("open", () => liveConnected.set(true))
