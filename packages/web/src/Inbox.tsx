@@ -325,7 +325,7 @@ export const Inbox = (props: { readonly session: Session; readonly alias: number
       {notice !== undefined && <p class="notice" role="status">{notice} <button type="button" class="link" onClick={() => setNotice(undefined)}>Dismiss</button></p>}
       {error !== undefined && <p class="error" role="alert">{error}</p>}
 
-      <ul class="messages">
+      <ul class="messages" aria-busy={loading}>
         {items.map((m, index) => (
           <li
             key={m.id}
