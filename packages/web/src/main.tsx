@@ -4,7 +4,7 @@ import { useEffect, useState } from "preact/hooks"
 import { call, onSignedOut, raw, setCsrfToken } from "./api.ts"
 import { Aliases } from "./Aliases.tsx"
 import { AuthForm } from "./Auth.tsx"
-import { Inbox } from "./Inbox.tsx"
+import { Inbox, prefetchFirstPage } from "./Inbox.tsx"
 import { connectLive, disconnectLive, liveConnected } from "./live.ts"
 import { MessageView } from "./Message.tsx"
 import { go, route } from "./route.ts"
@@ -98,6 +98,8 @@ const App = () => {
 
 const root = document.getElementById("app")
 if (root !== null) {
+  const opening = route.get()
+  if (opening.page === "inbox") prefetchFirstPage(opening.alias)
   root.textContent = ""
   render(<App />, root)
 }

@@ -143,7 +143,7 @@ describe("the web inbox", () => {
   })
 
   it("searches with the q syntax and shows the hints", async () => {
-    await send({ subject: "Your invoice 2026-11", link: "https://shop.example.com/verify?t=abc" })
+    await send({ subject: "Your invoice 2026-11", link: "https://shop.example.com/verify?t=abc", html: true })
     await expect.poll(() => rows().count(), { timeout: 30_000 }).toBe(2)
     await page.keyboard.press("/")
     expect(await page.getByRole("list", { name: "Search syntax" }).isVisible()).toBe(true)
@@ -153,6 +153,19 @@ describe("the web inbox", () => {
     await expect.poll(() => rows().count()).toBe(1)
     expect(await rows().first().textContent()).toContain("Your invoice")
     await page.getByRole("button", { name: "Clear" }).click()
+    await expect.poll(() => rows().count()).toBe(2)
+  })
+
+  it("shows HTML in a sandboxed iframe without scripts, behind the remote-images bar, the link first", async () => {
+    await rows().filter({ hasText: "Your invoice" }).locator("a.row-link").click()
+    const frame = page.locator("iframe.html-body")
+    await frame.waitFor()
+    expect(await frame.getAttribute("sandbox")).toBe("")
+    expect(await page.getByRole("status").filter({ hasText: "Remote images are blocked" }).count()).toBe(1)
+    expect(await page.getByRole("link", { name: "Open verification link" }).getAttribute("href")).toBe("https://shop.example.com/verify?t=abc")
+    await page.getByRole("button", { name: "Load once" }).click()
+    await expect.poll(() => frame.getAttribute("src")).toContain("remote=1")
+    await page.getByRole("link", { name: "← Inbox" }).click()
     await expect.poll(() => rows().count()).toBe(2)
   })
 
