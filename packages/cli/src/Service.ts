@@ -2,6 +2,7 @@
  * The commands that run burnbox itself or work on its database: start | serve | ingest | worker |
  * migrate | admin. Loaded by main.ts only for them, so the API commands (Remote.ts) start fast.
  */
+import { existsSync } from "node:fs"
 import { IngestLive } from "@burnbox/ingest"
 import { HttpLive } from "@burnbox/server"
 import {
@@ -18,7 +19,7 @@ import {
 } from "@burnbox/store"
 import { WorkerLive } from "@burnbox/worker"
 import { Cause, Config, Effect, Layer, Option } from "effect"
-import { ensureWebBuild } from "@burnbox/web"
+import type * as WebBuild from "@burnbox/web"
 import { admin } from "./Admin.ts"
 import { CliError, parseArgs } from "./Args.ts"
 
@@ -129,11 +130,19 @@ const refuseEmptyDataDir = Effect.gen(function*() {
   ))
 }).pipe(Effect.orDie)
 
+/** packages/web's build script, present in a clone (not in the packed program, which ships no web inbox). */
+const webBuildScript = new URL("../../web/build.ts", import.meta.url)
+
 /**
  * The web inbox's bundle, built when missing or older than its sources (a fresh clone, a pull).
- * The API starts without it when the build fails; `/` then says the inbox is not built.
+ * The API starts without it when the build fails; `/` then says the inbox is not built. Imported
+ * by a computed URL, so the packed program's bundler leaves the build (and rolldown) out.
  */
-const webBuild = Effect.tryPromise(() => ensureWebBuild((line) => process.stderr.write(`${line}\n`))).pipe(
+const webBuild = Effect.tryPromise(async () => {
+  if (!existsSync(webBuildScript)) return
+  const { ensureWebBuild } = await import(webBuildScript.href) as typeof WebBuild
+  await ensureWebBuild((line) => process.stderr.write(`${line}\n`))
+}).pipe(
   Effect.catch((error) => Effect.logWarning("the web inbox could not be built; the API runs without it", error))
 )
 
