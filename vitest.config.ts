@@ -20,6 +20,19 @@ export default defineConfig({
           pool: "forks",
           maxWorkers: 2
         }
+      },
+      {
+        // The web inbox in real Chromium against `burnbox start` (its own embedded PostgreSQL).
+        test: {
+          name: "browser",
+          include: ["packages/web/test/**/*.test.ts"],
+          expect: { poll: { timeout: 15_000, interval: 50 } },
+          globalSetup: ["packages/web/test/setup.ts"],
+          testTimeout: 60_000,
+          hookTimeout: 180_000,
+          pool: "forks",
+          maxWorkers: 1
+        }
       }
     ]
   }

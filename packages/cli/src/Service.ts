@@ -2,6 +2,7 @@
  * The commands that run burnbox itself or work on its database: start | serve | ingest | worker |
  * migrate | admin. Loaded by main.ts only for them, so the API commands (Remote.ts) start fast.
  */
+import { existsSync } from "node:fs"
 import { IngestLive } from "@burnbox/ingest"
 import { HttpLive } from "@burnbox/server"
 import {
@@ -18,6 +19,7 @@ import {
 } from "@burnbox/store"
 import { WorkerLive } from "@burnbox/worker"
 import { Cause, Config, Effect, Layer, Option } from "effect"
+import type * as WebBuild from "@burnbox/web"
 import { admin } from "./Admin.ts"
 import { CliError, parseArgs } from "./Args.ts"
 
@@ -30,13 +32,14 @@ const banner = Effect.gen(function*() {
   const firstAccount = !(yield* (yield* Accounts).anyExists)
   const lines = [
     "burnbox is running",
+    `  inbox    ${config.siteUrl}/`,
     `  API      ${config.baseUrl}`,
     `  docs     ${config.siteUrl}/docs`,
     `  SMTP     ${config.host}:${config.smtpPort} (domains: ${config.domains.map((d) => d.name).join(", ")})`,
     `  data     ${config.dataDir}`,
     ...(firstAccount
       ? [
-        "Create an account:",
+        `Create an account: open ${config.siteUrl}/ and sign up, or`,
         `  curl -i -X POST ${config.baseUrl}/auth/signup -H 'content-type: application/json' -d '{"email":"you@example.com","password":"correct horse"}'`,
         `  or: ${programCommand} admin account create --email you@example.com --password 'correct horse' --plan pro`
       ]
@@ -127,16 +130,32 @@ const refuseEmptyDataDir = Effect.gen(function*() {
   ))
 }).pipe(Effect.orDie)
 
+/** packages/web's build script, present in a clone (not in the packed program, which ships no web inbox). */
+const webBuildScript = new URL("../../web/build.ts", import.meta.url)
+
+/**
+ * The web inbox's bundle, built when missing or older than its sources (a fresh clone, a pull).
+ * The API starts without it when the build fails; `/` then says the inbox is not built. Imported
+ * by a computed URL, so the packed program's bundler leaves the build (and rolldown) out.
+ */
+const webBuild = Effect.tryPromise(async () => {
+  if (!existsSync(webBuildScript)) return
+  const { ensureWebBuild } = await import(webBuildScript.href) as typeof WebBuild
+  await ensureWebBuild((line) => process.stderr.write(`${line}\n`))
+}).pipe(
+  Effect.catch((error) => Effect.logWarning("the web inbox could not be built; the API runs without it", error))
+)
+
 export const service = (command: "start" | "serve" | "ingest" | "worker" | "migrate" | "admin", rest: ReadonlyArray<string>) => {
   switch (command) {
     case "start":
-      return reportFailure(launch(Layer.mergeAll(HttpLive, IngestLive, WorkerLive), {
+      return Effect.andThen(webBuild, reportFailure(launch(Layer.mergeAll(HttpLive, IngestLive, WorkerLive), {
         ports: [Ports.http, Ports.smtp],
         database: DatabaseLive({ maxConnections: 30, url: DatabaseUrl.layerExclusive }),
         stops: "the HTTP API, the SMTP ingest and the worker"
-      }))
+      })))
     case "serve":
-      return reportFailure(launch(HttpLive, { ports: [Ports.http], database: DatabaseLive({ maxConnections: 30 }), stops: "the HTTP API" }))
+      return Effect.andThen(webBuild, reportFailure(launch(HttpLive, { ports: [Ports.http], database: DatabaseLive({ maxConnections: 30 }), stops: "the HTTP API" })))
     case "ingest":
       return reportFailure(launch(IngestLive, { ports: [Ports.smtp], database: DatabaseLive({ maxConnections: 30 }), stops: "the SMTP ingest" }))
     case "worker":

@@ -22,12 +22,14 @@ import { RulesHttp } from "./rules/RulesHttp.ts"
 import { TokensHttp } from "./tokens/TokensHttp.ts"
 import { WebhooksHttp } from "./webhooks/WebhooksHttp.ts"
 import { WellKnownRoutes } from "./webhooks/WellKnown.ts"
+import { WebRoutes } from "./web/WebRoutes.ts"
 import { MercureHubRoutes } from "./realtime/MercureHub.ts"
 import { ProblemRouting } from "./platform/ProblemRouting.ts"
 import { ValidationErrorsLive } from "./platform/Validation.ts"
 
 /**
  * Every route of the service: the API under /api/v1, its OpenAPI document and the docs page,
+ * the web inbox at /,
  * with the hot read path (GET /me, /storage from caches) in front of them. Needs StoreLive's
  * services, which must be built outside `HttpRouter.serve` (what it builds itself stays private
  * to the server: the harness and other roles would see other instances).
@@ -48,7 +50,9 @@ export const HttpRoutes = Layer.mergeAll(
   })),
   ProblemRouting,
   WellKnownRoutes,
-  MercureHubRoutes
+  MercureHubRoutes,
+  // The web inbox (#35): the built page and assets at {site_url}/.
+  WebRoutes
 )
 
 /** Node's HTTP server on host:port. */

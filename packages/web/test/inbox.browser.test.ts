@@ -1,0 +1,257 @@
+/**
+ * The web inbox in real Chromium against `burnbox start` on its embedded database: what a
+ * person does with it, in order, in one browser (the suite stays well under 5 minutes).
+ * A screenshot of each main page goes to `.screenshots/`.
+ */
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { fakeMail } from "@burnbox/testkit/FakeMail"
+import { ServiceProcess } from "@burnbox/testkit/ServiceProcess"
+import { SmtpClient } from "@burnbox/testkit/SmtpClient"
+import type { Browser, BrowserContext, Page } from "playwright-core"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { launchChromium, screenshot, seriousViolations } from "./browser.ts"
+
+let service: ServiceProcess
+let browser: Browser
+let context: BrowserContext
+let page: Page
+let dataDir: string
+const email = "reader@example.com"
+const password = "correct horse battery"
+let address = ""
+
+const expectAccessible = async (name: string) => {
+  const violations = await seriousViolations(page)
+  expect(violations, `${name}: ${JSON.stringify(violations, null, 1)}`).toEqual([])
+}
+
+/** Sends mail over SMTP to the claimed alias. */
+const send = (content: { subject?: string; code?: string; link?: string; html?: boolean }) =>
+  SmtpClient.sendOne(service.smtpPort, address, fakeMail({ to: address, date: new Date(), ...content }))
+
+/** The session's API as the page sees it (same cookie), for what the test must know but not click. */
+const api = async <A>(path: string): Promise<A> => {
+  const response = await page.request.get(`${service.baseUrl}/api/v1${path}`)
+  expect(response.status(), path).toBe(200)
+  return await response.json() as A
+}
+
+const rows = () => page.locator("li.message-row")
+
+beforeAll(async () => {
+  dataDir = mkdtempSync(join(tmpdir(), "burnbox-web-"))
+  ;[service, browser] = await Promise.all([ServiceProcess.start({ dataDir }), launchChromium()])
+  context = await browser.newContext({ viewport: { width: 1280, height: 860 }, colorScheme: "light" })
+  await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: service.baseUrl })
+  page = await context.newPage()
+  page.setDefaultTimeout(15_000)
+}, 180_000)
+
+afterAll(async () => {
+  await browser?.close()
+  await service?.stop()
+  rmSync(dataDir, { recursive: true, force: true })
+})
+
+describe("the web inbox", () => {
+  it("is served at / with a strict CSP", async () => {
+    const response = await page.goto(`${service.baseUrl}/`)
+    const csp = response?.headers()["content-security-policy"] ?? ""
+    expect(csp).toContain("script-src 'self'")
+    expect(csp).toContain("frame-ancestors 'none'")
+    expect(csp).not.toContain("unsafe-inline")
+    expect(csp).not.toContain("unsafe-eval")
+    await expect.poll(() => page.getByRole("heading", { name: "Sign in" }).isVisible()).toBe(true)
+    await screenshot(page, "sign-in")
+    await expectAccessible("sign in")
+  })
+
+  it("signs up, refuses a taken email and a wrong password in words, signs out and in", async () => {
+    await page.getByRole("link", { name: "Create an account" }).click()
+    await page.getByLabel("Email").fill(email)
+    await page.getByLabel("Password").fill(password)
+    await page.getByRole("button", { name: "Sign up" }).click()
+    await page.getByRole("link", { name: "Settings" }).waitFor()
+    await page.getByRole("button", { name: "Sign out" }).click()
+
+    await page.getByRole("link", { name: "Create an account" }).click()
+    await page.getByLabel("Email").fill(email)
+    await page.getByLabel("Password").fill(password)
+    await page.getByRole("button", { name: "Sign up" }).click()
+    await expect.poll(() => page.getByRole("alert").textContent()).toContain("already exists")
+
+    await page.getByRole("link", { name: "Sign in" }).click()
+    await page.getByLabel("Email").fill(email)
+    await page.getByLabel("Password").fill("not the password")
+    await page.getByRole("button", { name: "Sign in" }).click()
+    await expect.poll(() => page.getByRole("alert").textContent()).toBe("Wrong email or password.")
+    await page.getByLabel("Password").fill(password)
+    await page.getByRole("button", { name: "Sign in" }).click()
+    await page.getByRole("link", { name: "Settings" }).waitFor()
+  })
+
+  it("reserves five candidates, shuffles and claims one", async () => {
+    await page.getByRole("link", { name: "Aliases", exact: true }).click()
+    await page.getByRole("button", { name: "Show five addresses" }).click()
+    await expect.poll(() => page.getByRole("radio").count()).toBe(5)
+    const first = await page.locator(".candidate code").first().textContent()
+    await page.getByRole("button", { name: "Shuffle" }).click()
+    await expect.poll(() => page.locator(".candidate code").first().textContent()).not.toBe(first)
+    address = (await page.locator(".candidate code").nth(1).textContent()) ?? ""
+    await page.getByRole("radio").nth(1).check()
+    await page.getByLabel("Label").fill("ci signups")
+    await page.getByRole("button", { name: "Claim" }).click()
+    await expect.poll(() => page.getByRole("status").textContent()).toContain(`Claimed ${address}`)
+    await expect.poll(() => page.locator(".alias-list").textContent()).toContain(address)
+    await screenshot(page, "aliases")
+    await expectAccessible("aliases")
+  })
+
+  it("shows an SMTP mail in the open inbox without a reload within 2 s of its processing", async () => {
+    await page.getByRole("link", { name: /^Inbox/ }).click()
+    await page.getByText("No mail here yet").waitFor()
+    const navigations: Array<string> = []
+    page.on("framenavigated", (frame) => { if (frame === page.mainFrame()) navigations.push(frame.url()) })
+    await send({ code: "482913" })
+    // When the pipeline has processed it, as the API says.
+    let processedAt = 0
+    await expect.poll(async () => {
+      const list = await api<{ items: Array<{ processingStatus: string }> }>("/messages")
+      if (list.items[0]?.processingStatus === "processed" && processedAt === 0) processedAt = Date.now()
+      return processedAt > 0
+    }, { timeout: 30_000, interval: 50 }).toBe(true)
+    await rows().first().waitFor({ timeout: 2_000 })
+    const shownAfter = Date.now() - processedAt
+    expect(shownAfter).toBeLessThanOrEqual(2_000)
+    expect(navigations).toEqual([])
+    expect(await rows().first().textContent()).toContain("482913")
+  })
+
+  it("opens the message with the keyboard; the code comes first and is copied in one click", async () => {
+    await page.keyboard.press("j")
+    await page.keyboard.press("o")
+    await page.getByTestId("otp").first().waitFor()
+    expect(await page.getByTestId("otp").first().textContent()).toBe("482913")
+    await page.getByRole("button", { name: "Copy code" }).first().click()
+    await expect.poll(() => page.evaluate(() => navigator.clipboard.readText())).toBe("482913")
+    await screenshot(page, "message")
+    await expectAccessible("message")
+    await page.keyboard.press("u")
+    await rows().first().waitFor()
+  })
+
+  it("searches with the q syntax and shows the hints", async () => {
+    await send({ subject: "Your invoice 2026-11", link: "https://shop.example.com/verify?t=abc", html: true })
+    await expect.poll(() => rows().count(), { timeout: 30_000 }).toBe(2)
+    await page.keyboard.press("/")
+    expect(await page.getByRole("list", { name: "Search syntax" }).isVisible()).toBe(true)
+    await page.getByLabel("Search mail").fill("subject:invoice")
+    await page.keyboard.press("Enter")
+    await page.getByText("results for “subject:invoice”").waitFor()
+    await expect.poll(() => rows().count()).toBe(1)
+    expect(await rows().first().textContent()).toContain("Your invoice")
+    await page.getByRole("button", { name: "Clear" }).click()
+    await expect.poll(() => rows().count()).toBe(2)
+  })
+
+  it("shows HTML in a sandboxed iframe without scripts, behind the remote-images bar, the link first", async () => {
+    await rows().filter({ hasText: "Your invoice" }).locator("a.row-link").click()
+    const frame = page.locator("iframe.html-body")
+    await frame.waitFor()
+    expect(await frame.getAttribute("sandbox")).toBe("")
+    expect(await page.getByRole("status").filter({ hasText: "Remote images are blocked" }).count()).toBe(1)
+    expect(await page.getByRole("link", { name: "Open verification link" }).getAttribute("href")).toBe("https://shop.example.com/verify?t=abc")
+    await page.getByRole("button", { name: "Load once" }).click()
+    await expect.poll(() => frame.getAttribute("src")).toContain("remote=1")
+    await page.getByRole("link", { name: "← Inbox" }).click()
+    await expect.poll(() => rows().count()).toBe(2)
+  })
+
+  it("archives and trashes in bulk with outcomes, restores and empties the trash", async () => {
+    // Pro: trash, webhooks (and the next test's token scopes).
+    const upgraded = await service.cli(["admin", "account", "plan", "--email", email, "--plan", "pro"])
+    expect(upgraded.code, upgraded.stderr).toBe(0)
+    await page.reload()
+    await expect.poll(() => rows().count()).toBe(2)
+    await page.getByLabel("Select all").check()
+    await page.getByRole("toolbar").getByRole("button", { name: "Archive" }).click()
+    await expect.poll(() => page.getByRole("status").textContent()).toContain("2 updated")
+    await expect.poll(() => rows().count()).toBe(0)
+    await page.getByRole("button", { name: "Archived" }).click()
+    await expect.poll(() => rows().count()).toBe(2)
+    await page.getByLabel("Select all").check()
+    await page.getByRole("toolbar").getByRole("button", { name: "Delete" }).click()
+    await expect.poll(() => page.getByRole("status").textContent()).toContain("2 moved to trash")
+    await page.getByRole("button", { name: "Trash" }).click()
+    {
+      await expect.poll(() => rows().count()).toBe(2)
+      expect(await rows().first().textContent()).toContain("purged")
+      await screenshot(page, "trash")
+      await rows().first().getByRole("checkbox").check()
+      await page.getByRole("toolbar").getByRole("button", { name: "Restore" }).click()
+      await expect.poll(() => page.getByRole("status").textContent()).toContain("1 restored")
+      await expect.poll(() => rows().count()).toBe(1)
+      page.once("dialog", (dialog) => void dialog.accept())
+      await page.getByRole("button", { name: "Empty trash" }).click()
+      await expect.poll(() => page.getByRole("status").textContent()).toContain("1 deleted permanently")
+      await expect.poll(() => rows().count()).toBe(0)
+      // Restored where it was: among the archived.
+      await page.getByRole("button", { name: "Archived" }).click()
+      await expect.poll(() => rows().count()).toBe(1)
+    }
+  })
+
+  it("creates a token and a webhook; each secret is shown once", async () => {
+    await page.getByRole("link", { name: "Settings" }).click()
+    await page.getByLabel("Token name").fill("ci")
+    await page.getByRole("button", { name: "Create token" }).click()
+    await expect.poll(() => page.getByTestId("secret").textContent()).toMatch(/^bbx_pat_/)
+    await page.getByRole("button", { name: "Done" }).click()
+    expect(await page.getByTestId("secret").count()).toBe(0)
+    await page.getByLabel("Webhook name").fill("ci hook")
+    await page.getByLabel("HTTPS URL").fill("https://93.184.215.14/burnbox")
+    await page.getByRole("button", { name: "Create webhook" }).click()
+    await expect.poll(() => page.getByTestId("secret").textContent()).not.toBe("")
+    await screenshot(page, "settings")
+    await expectAccessible("settings")
+    await page.reload()
+    await page.getByRole("heading", { name: "Webhooks" }).waitFor()
+    expect(await page.getByTestId("secret").count()).toBe(0)
+    await expect.poll(() => page.locator("body").textContent()).toContain("ci hook")
+  })
+
+  it("moves with j/k, stars with s and shows the shortcut help with ?", async () => {
+    await page.getByRole("link", { name: /^Inbox/ }).click()
+    await send({ subject: "Welcome aboard", code: "771204" })
+    await send({ subject: "Confirm your email", link: "https://shop.example.com/confirm?t=1" })
+    await expect.poll(() => rows().count(), { timeout: 30_000 }).toBeGreaterThanOrEqual(2)
+    await page.keyboard.press("j")
+    await expect.poll(() => page.locator("li.message-row.focused").getAttribute("data-index")).toBe("1")
+    await page.keyboard.press("k")
+    await expect.poll(() => page.locator("li.message-row.focused").getAttribute("data-index")).toBe("0")
+    await page.keyboard.press("s")
+    await expect.poll(() => page.getByRole("status").textContent()).toContain("1 updated")
+    await expect.poll(() => page.locator("li.message-row.focused .star").getAttribute("aria-pressed")).toBe("true")
+    await page.keyboard.press("?")
+    await page.getByRole("dialog", { name: "Keyboard shortcuts" }).waitFor()
+    await page.keyboard.press("Escape")
+    expect(await page.getByRole("dialog").count()).toBe(0)
+  })
+
+  it("fits 360 px without horizontal scrolling, in light and dark", async () => {
+    await page.setViewportSize({ width: 360, height: 740 })
+    await rows().first().waitFor()
+    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(360)
+    await screenshot(page, "inbox-360")
+    await page.emulateMedia({ colorScheme: "dark" })
+    await screenshot(page, "inbox-360-dark")
+    await expectAccessible("inbox at 360 px, dark")
+    await page.setViewportSize({ width: 1280, height: 860 })
+    await screenshot(page, "inbox-dark")
+    await page.emulateMedia({ colorScheme: "light" })
+    await screenshot(page, "inbox")
+    await expectAccessible("inbox")
+  })
+})
