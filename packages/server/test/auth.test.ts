@@ -105,7 +105,8 @@ describe("cookie-session bootstrap", () => {
     expect(bootstrap.user.handle).toBeNull()
     const site = h.baseUrl.replace("/api/v1", "")
     expect(bootstrap.mercure).toEqual({ hubUrl: `${site}/.well-known/mercure`, topic: `${site}/accounts/${session.accountId}` })
-    expect(bootstrap.push).toEqual({ enabled: false, nudgeDismissed: false, publicKey: null, subscriptions: [] })
+    // The VAPID public key: an uncompressed P-256 point (65 bytes), base64url.
+    expect(bootstrap.push).toEqual({ enabled: false, nudgeDismissed: false, publicKey: expect.stringMatching(/^B[A-Za-z0-9_-]{86}$/), subscriptions: [] })
     expect(bootstrap.domains.map((d) => [d.name, d.claimable, d.upgradeRequired])).toEqual([
       ["burnbox.test", true, false],
       ["vip.test", false, true]
