@@ -89,6 +89,19 @@ const likePattern = (value: string) => `%${value.replace(/[\\%_]/g, "\\$&")}%`
 
 const bool = (value: "true" | "false" | undefined) => (value === undefined ? undefined : value === "true")
 
+/**
+ * The conditions of a list that reaches shared mail, split by where the rows live: `own` (the
+ * reader's own mail, whose total `ownCounted` says mailbox_counts keeps), each shared mailbox
+ * apart (`mailboxes`), and all of them together (`shared`). Each is the whole `where` but for
+ * the mailboxes it reaches.
+ */
+export interface ListSplit {
+  readonly own: Statement.Fragment
+  readonly ownCounted: CountedView | undefined
+  readonly mailboxes: ReadonlyArray<Statement.Fragment>
+  readonly shared: Statement.Fragment
+}
+
 /** The services the conditions of a list are made with. */
 export interface ListServices {
   readonly sql: SqlClient.SqlClient
@@ -196,8 +209,24 @@ export const listConditions = ({ access, search, sql }: ListServices, accountId:
       if (query.after !== undefined) conditions.push(sql`m.received_at >= ${new Date(`${query.after}T00:00:00Z`)}`)
     }
     /** The view whose `total` mailbox_counts keeps (migration 0007, the owner's own mail), when nothing narrows it further. */
-    const counted: CountedView | undefined = conditions.length > viewConditions || reach.shared ? undefined : trashed ? "trash" : archived ? "archive" : "mailbox"
-    return { where: sql.and(conditions), view: sql.and(conditions.slice(0, viewConditions)), indexed, query, counted }
+    const ownCounted: CountedView | undefined = conditions.length > viewConditions ? undefined : trashed ? "trash" : archived ? "archive" : "mailbox"
+    const counted = reach.shared ? undefined : ownCounted
+    // A guest's list, split: its own mail and each shared mailbox are disjoint (a shared mailbox
+    // is never the reader's own), so a page reads each apart in list order on its own index
+    // (account_id, received_at, id or alias_id, received_at, id) and merges them, and `total` is
+    // the own mail's (kept in mailbox_counts when nothing narrows the view) plus the shared
+    // mailboxes' counted; one condition `account_id = $1 OR alias_id IN (...)` would read and
+    // sort all of them for any page.
+    const rest = conditions.slice(1)
+    const split: ListSplit | undefined = reach.shared
+      ? {
+        own: sql.and([reach.own, ...rest]),
+        ownCounted,
+        mailboxes: reach.sharedAliases.map((aliasId) => sql.and([sql`m.alias_id = ${aliasId}`, ...rest])),
+        shared: sql.and([sql`m.alias_id IN ${sql.in(reach.sharedAliases)}`, ...rest])
+      }
+      : undefined
+    return { where: sql.and(conditions), view: sql.and(conditions.slice(0, viewConditions)), indexed, query, counted, split }
   })
 
 export type { MessageSummary }
