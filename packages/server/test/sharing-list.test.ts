@@ -4,7 +4,8 @@
  * ListSplit), and counts `total` as its own mail's (kept in mailbox_counts for the plain view)
  * plus the shared mailboxes'. Checked against the mail as delivered: every page, newest and
  * oldest first, with cursors, holds exactly the next messages in order, and every total is the
- * number of messages the list holds, with the reader's own marks (archive, read) and trash in play.
+ * number of messages the list holds, with the reader's own marks (archive, read) and trash in
+ * play; and so for a search (`q`), whose matches are read part by part too.
  */
 import { claimAlias, deliver, type Harness, listIds, type Session, shareMailbox, startHarness } from "@burnbox/testkit"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -53,13 +54,15 @@ beforeAll(async () => {
   all = []
   own = []
   // Interleaved: own mail and each mailbox's arrive in turns, so every page mixes them.
+  // Every message has the word zebra; rounds 0 and 2 also quagga (the owners' private mail too, never listed).
   for (let round = 0; round < 3; round++) {
-    own.push(...await deliver(h, { session: guest }, guestAlias, 2, { subject: `own ${round}` }))
+    const text = round % 2 === 0 ? "a zebra and a quagga" : "a zebra"
+    own.push(...await deliver(h, { session: guest }, guestAlias, 2, { subject: `own ${round}`, text }))
     all.push(...own.slice(-2))
-    all.push(...await deliver(h, { session: ownerA }, a1, 1, { subject: `a1 ${round}` }))
-    await deliver(h, { session: ownerA }, aPrivate, 1, { subject: `private ${round}` })
-    all.push(...await deliver(h, { session: ownerA }, a2, 2, { subject: `a2 ${round}` }))
-    all.push(...await deliver(h, { session: ownerB }, b1, 1, { subject: `b1 ${round}` }))
+    all.push(...await deliver(h, { session: ownerA }, a1, 1, { subject: `a1 ${round}`, text }))
+    await deliver(h, { session: ownerA }, aPrivate, 1, { subject: `private ${round}`, text })
+    all.push(...await deliver(h, { session: ownerA }, a2, 2, { subject: `a2 ${round}`, text }))
+    all.push(...await deliver(h, { session: ownerB }, b1, 1, { subject: `b1 ${round}`, text }))
   }
 })
 afterAll(() => h.close())
@@ -77,6 +80,18 @@ describe("a guest's list through 3 shares", () => {
     expect(await walk("&excludeShared=true", 2)).toEqual({ ids: newestFirst(own), totals: [own.length] })
   })
 
+  it("finds its own and the shared mail by search, page by page, with the whole total", async () => {
+    const quagga = all.filter((_, i) => Math.floor(i / 6) % 2 === 0)
+    for (const limit of [1, 4, 50]) {
+      expect(await walk("&q=zebra", limit), `limit ${limit}`).toEqual({ ids: newestFirst(all), totals: [all.length] })
+      expect(await walk("&q=quagga&sort=oldest", limit), `limit ${limit}`).toEqual({ ids: newestFirst(quagga).toReversed(), totals: [quagga.length] })
+      expect(await walk("&q=zebra%20quagga", limit), `limit ${limit}`).toEqual({ ids: newestFirst(quagga), totals: [quagga.length] })
+    }
+    expect(await walk(`&q=quagga&alias=${sharedAlias[2]}`, 1)).toEqual({ ids: newestFirst(quagga.filter((id) => all.indexOf(id) % 6 === 5)), totals: [2] })
+    expect(await walk("&q=quagga&excludeShared=true", 1)).toEqual({ ids: newestFirst(quagga.filter((id) => own.includes(id))), totals: [4] })
+    expect(await walk("&q=okapi", 5)).toEqual({ ids: [], totals: [0] })
+  })
+
   it("counts with the guest's own marks and trash, narrowed or not", async () => {
     const sharedOne = all.find((id) => !own.includes(id))!
     const ownOne = own[0]!
@@ -88,6 +103,9 @@ describe("a guest's list through 3 shares", () => {
     const inMailbox = all.filter((id) => id !== sharedOne && id !== ownOne)
     expect(await walk("", 3)).toEqual({ ids: newestFirst(inMailbox), totals: [inMailbox.length] })
     expect(await walk("&archived=true", 1)).toEqual({ ids: newestFirst([sharedOne, ownOne]), totals: [2] })
+    // In a search too: the guest's own mark on its own mail (kept in the index) and on shared mail (its marks).
+    expect(await walk("&q=zebra", 2)).toEqual({ ids: newestFirst(inMailbox), totals: [inMailbox.length] })
+    expect(await walk("&q=zebra&archived=true", 1)).toEqual({ ids: newestFirst([sharedOne, ownOne]), totals: [2] })
 
     // Read marks narrow the view: counted, not kept.
     const read = inMailbox.filter((_, i) => i % 3 === 0)

@@ -100,6 +100,8 @@ export interface ListSplit {
   readonly ownCounted: CountedView | undefined
   readonly mailboxes: ReadonlyArray<Statement.Fragment>
   readonly shared: Statement.Fragment
+  /** For a search (SearchRequest `parts`): the reader's own mail, then each shared mailbox with its owner (the index's partition). */
+  readonly searched: ReadonlyArray<Statement.Fragment>
 }
 
 /** The services the conditions of a list are made with. */
@@ -135,79 +137,91 @@ export const listConditions = ({ access, search, sql }: ListServices, accountId:
     const reach = yield* access.reach(accountId, "read", "m", { excludeShared: bool(filters.excludeShared) ?? false })
     const indexed = search.readsIndex(query, trashed)
     const source = indexed ? "index" : "messages"
-    // The index keeps each message's words within its owner's account: a list that reaches mail
-    // shared with the reader matches each row's words within the row's own account.
-    const wordsOf = reach.shared ? reach.owners : accountId
     /** The reader's own mark: `value` true needs a state row with it set; false, none with it set. */
     const mark = (column: "archived" | "is_read" | "starred" | "pinned", value: boolean) => {
       const marked = sql`EXISTS (SELECT 1 FROM message_states s WHERE s.message_id = m.id AND s.account_id = ${accountId} AND s.${sql.literal(column)})`
       return value ? marked : sql`NOT ${marked}`
     }
-    const conditions: Array<Statement.Fragment> = [reach.condition]
-    // Also in the search index, which keeps a trashed message's row out of its indexes (WHERE trashed_at IS NULL).
-    conditions.push(trashed ? sql`m.trashed_at IS NOT NULL` : sql`m.trashed_at IS NULL`)
     // The archived filter does not apply to the trash (spec 4.5, rule 1).
     const archived = bool(filters.archived) ?? false
-    if (!trashed) {
-      conditions.push(source === "index"
-        // The search index holds the owner's archive mark (migration 0012): a word can match
-        // thousands, each tested with a column of its row rather than against the marks. On mail
-        // shared with the reader the mark is the reader's own, read from its marks.
-        ? (reach.shared
-          ? sql`((m.account_id = ${accountId} AND ${search.archived(archived)}) OR (m.account_id <> ${accountId} AND ${mark("archived", archived)}))`
-          : search.archived(archived))
-        : mark("archived", archived))
-    }
-    // Beyond this point every condition narrows the view below what mailbox_counts keeps.
-    const viewConditions = conditions.length
-    if (filters.alias !== undefined) conditions.push(sql`m.alias_id = ${filters.alias}`)
-    if (domain !== undefined) {
-      conditions.push(sql`EXISTS (
-        SELECT 1 FROM aliases al JOIN domains d ON d.id = al.domain_id WHERE al.id = m.alias_id AND d.name = ${domain.toLowerCase()})`)
-    }
-    const unread = bool(filters.unread)
-    if (unread !== undefined) conditions.push(mark("is_read", !unread))
-    const hasAttachment = bool(filters.hasAttachment)
-    if (hasAttachment !== undefined) conditions.push(sql`m.has_attachments = ${hasAttachment}`)
-    const starred = bool(filters.starred)
-    if (starred !== undefined) conditions.push(mark("starred", starred))
-    const pinned = bool(filters.pinned)
-    if (pinned !== undefined) conditions.push(mark("pinned", pinned))
-    if (filters.tag !== undefined) {
-      conditions.push(sql`EXISTS (SELECT 1 FROM message_tags mt WHERE mt.message_id = m.id AND mt.account_id = ${accountId} AND mt.tag_id = ${filters.tag})`)
-    }
-    if (filters.dateFrom !== undefined) {
-      const from = toMicroseconds(filters.dateFrom)
-      conditions.push(from.beyond ? sql`m.received_at > ${instantOf(sql, from)}` : sql`m.received_at >= ${instantOf(sql, from)}`)
-    }
-    if (filters.dateTo !== undefined) conditions.push(sql`m.received_at <= ${instantOf(sql, toMicroseconds(filters.dateTo))}`)
-    if (query !== undefined) {
-      const senderText = sql`(coalesce(m.sender_name, '') || ' ' || m.sender_address)`
-      const match = (term: SearchTerm, fragment: Statement.Fragment) => (term.negated ? sql`NOT (${fragment})` : fragment)
-      for (const term of query.terms) {
-        conditions.push(trashed
-          // In the trash, `q` is answered from the database: subject and sender only (rule 2).
-          ? match(term, sql`(m.subject ILIKE ${likePattern(term.value)} OR ${senderText} ILIKE ${likePattern(term.value)})`)
-          // The words of the mailbox are only in the search index.
-          : search.matchesTerm(wordsOf, term, source))
+    /**
+     * The conditions of the list on some of the mailboxes the reader reaches: `mailboxes`, the
+     * condition picking them; `words`, the accounts whose words the index keeps for them (each
+     * row's words are within its owner's account); `own`, whether they are the reader's own mail
+     * (the index holds the owner's archive mark, the reader's there), shared mail (the reader's
+     * mark is read from its marks) or both.
+     */
+    const conditionsOn = (mailboxes: Statement.Fragment, words: number | ReadonlyArray<number>, own: "own" | "shared" | "both") => {
+      const conditions: Array<Statement.Fragment> = [mailboxes]
+      // Also in the search index, which keeps a trashed message's row out of its indexes (WHERE trashed_at IS NULL).
+      conditions.push(trashed ? sql`m.trashed_at IS NOT NULL` : sql`m.trashed_at IS NULL`)
+      if (!trashed) {
+        conditions.push(source === "index"
+          // The search index holds the owner's archive mark (migration 0012): a word can match
+          // thousands, each tested with a column of its row rather than against the marks. On mail
+          // shared with the reader the mark is the reader's own, read from its marks.
+          ? (own === "own"
+            ? search.archived(archived)
+            : own === "shared"
+            ? mark("archived", archived)
+            : sql`((m.account_id = ${accountId} AND ${search.archived(archived)}) OR (m.account_id <> ${accountId} AND ${mark("archived", archived)}))`)
+          : mark("archived", archived))
       }
-      for (const term of query.from) conditions.push(match(term, sql`${senderText} ILIKE ${likePattern(term.value)}`))
-      for (const term of query.to) {
-        conditions.push(match(term, sql`(m.recipient ILIKE ${likePattern(term.value)} OR m.headers->>'to' ILIKE ${likePattern(term.value)})`))
+      // Beyond this point every condition narrows the view below what mailbox_counts keeps.
+      const viewConditions = conditions.length
+      if (filters.alias !== undefined) conditions.push(sql`m.alias_id = ${filters.alias}`)
+      if (domain !== undefined) {
+        conditions.push(sql`EXISTS (
+          SELECT 1 FROM aliases al JOIN domains d ON d.id = al.domain_id WHERE al.id = m.alias_id AND d.name = ${domain.toLowerCase()})`)
       }
-      for (const term of query.subject) conditions.push(match(term, sql`m.subject ILIKE ${likePattern(term.value)}`))
-      for (const tag of query.tags) {
-        conditions.push(match({ ...tag, kind: "text" }, sql`EXISTS (
-          SELECT 1 FROM message_tags mt JOIN tags t ON t.id = mt.tag_id
-          WHERE mt.message_id = m.id AND mt.account_id = ${accountId} AND t.name_key = ${tag.value.toLowerCase()})`))
+      const unread = bool(filters.unread)
+      if (unread !== undefined) conditions.push(mark("is_read", !unread))
+      const hasAttachment = bool(filters.hasAttachment)
+      if (hasAttachment !== undefined) conditions.push(sql`m.has_attachments = ${hasAttachment}`)
+      const starred = bool(filters.starred)
+      if (starred !== undefined) conditions.push(mark("starred", starred))
+      const pinned = bool(filters.pinned)
+      if (pinned !== undefined) conditions.push(mark("pinned", pinned))
+      if (filters.tag !== undefined) {
+        conditions.push(sql`EXISTS (SELECT 1 FROM message_tags mt WHERE mt.message_id = m.id AND mt.account_id = ${accountId} AND mt.tag_id = ${filters.tag})`)
       }
-      if (query.hasAttachment !== undefined) conditions.push(sql`m.has_attachments = ${query.hasAttachment}`)
-      if (query.isUnread !== undefined) conditions.push(mark("is_read", !query.isUnread))
-      if (query.isStarred !== undefined) conditions.push(mark("starred", query.isStarred))
-      if (query.isPinned !== undefined) conditions.push(mark("pinned", query.isPinned))
-      if (query.before !== undefined) conditions.push(sql`m.received_at < ${new Date(`${query.before}T00:00:00Z`)}`)
-      if (query.after !== undefined) conditions.push(sql`m.received_at >= ${new Date(`${query.after}T00:00:00Z`)}`)
+      if (filters.dateFrom !== undefined) {
+        const from = toMicroseconds(filters.dateFrom)
+        conditions.push(from.beyond ? sql`m.received_at > ${instantOf(sql, from)}` : sql`m.received_at >= ${instantOf(sql, from)}`)
+      }
+      if (filters.dateTo !== undefined) conditions.push(sql`m.received_at <= ${instantOf(sql, toMicroseconds(filters.dateTo))}`)
+      if (query !== undefined) {
+        const senderText = sql`(coalesce(m.sender_name, '') || ' ' || m.sender_address)`
+        const match = (term: SearchTerm, fragment: Statement.Fragment) => (term.negated ? sql`NOT (${fragment})` : fragment)
+        for (const term of query.terms) {
+          conditions.push(trashed
+            // In the trash, `q` is answered from the database: subject and sender only (rule 2).
+            ? match(term, sql`(m.subject ILIKE ${likePattern(term.value)} OR ${senderText} ILIKE ${likePattern(term.value)})`)
+            // The words of the mailbox are only in the search index.
+            : search.matchesTerm(words, term, source))
+        }
+        for (const term of query.from) conditions.push(match(term, sql`${senderText} ILIKE ${likePattern(term.value)}`))
+        for (const term of query.to) {
+          conditions.push(match(term, sql`(m.recipient ILIKE ${likePattern(term.value)} OR m.headers->>'to' ILIKE ${likePattern(term.value)})`))
+        }
+        for (const term of query.subject) conditions.push(match(term, sql`m.subject ILIKE ${likePattern(term.value)}`))
+        for (const tag of query.tags) {
+          conditions.push(match({ ...tag, kind: "text" }, sql`EXISTS (
+            SELECT 1 FROM message_tags mt JOIN tags t ON t.id = mt.tag_id
+            WHERE mt.message_id = m.id AND mt.account_id = ${accountId} AND t.name_key = ${tag.value.toLowerCase()})`))
+        }
+        if (query.hasAttachment !== undefined) conditions.push(sql`m.has_attachments = ${query.hasAttachment}`)
+        if (query.isUnread !== undefined) conditions.push(mark("is_read", !query.isUnread))
+        if (query.isStarred !== undefined) conditions.push(mark("starred", query.isStarred))
+        if (query.isPinned !== undefined) conditions.push(mark("pinned", query.isPinned))
+        if (query.before !== undefined) conditions.push(sql`m.received_at < ${new Date(`${query.before}T00:00:00Z`)}`)
+        if (query.after !== undefined) conditions.push(sql`m.received_at >= ${new Date(`${query.after}T00:00:00Z`)}`)
+      }
+      return { conditions, viewConditions }
     }
+    // The index keeps each message's words within its owner's account: a list that reaches mail
+    // shared with the reader matches each row's words within the row's own account.
+    const { conditions, viewConditions } = conditionsOn(reach.condition, reach.shared ? reach.owners : accountId, reach.shared ? "both" : "own")
     /** The view whose `total` mailbox_counts keeps (migration 0007, the owner's own mail), when nothing narrows it further. */
     const ownCounted: CountedView | undefined = conditions.length > viewConditions ? undefined : trashed ? "trash" : archived ? "archive" : "mailbox"
     const counted = reach.shared ? undefined : ownCounted
@@ -216,14 +230,18 @@ export const listConditions = ({ access, search, sql }: ListServices, accountId:
     // (account_id, received_at, id or alias_id, received_at, id) and merges them, and `total` is
     // the own mail's (kept in mailbox_counts when nothing narrows the view) plus the shared
     // mailboxes' counted; one condition `account_id = $1 OR alias_id IN (...)` would read and
-    // sort all of them for any page.
-    const rest = conditions.slice(1)
+    // sort all of them for any page. In the search index, partitioned by account, each shared
+    // mailbox is picked with its owner too (one partition), its words and marks as its own.
     const split: ListSplit | undefined = reach.shared
       ? {
-        own: sql.and([reach.own, ...rest]),
+        own: sql.and(conditionsOn(reach.own, accountId, "own").conditions),
         ownCounted,
-        mailboxes: reach.sharedAliases.map((aliasId) => sql.and([sql`m.alias_id = ${aliasId}`, ...rest])),
-        shared: sql.and([sql`m.alias_id IN ${sql.in(reach.sharedAliases)}`, ...rest])
+        mailboxes: reach.sharedMailboxes.map((s) => sql.and(conditionsOn(sql`m.alias_id = ${s.aliasId}`, s.ownerId, "shared").conditions)),
+        shared: sql.and(conditionsOn(sql`m.alias_id IN ${sql.in(reach.sharedMailboxes.map((s) => s.aliasId))}`, reach.owners, "shared").conditions),
+        searched: [
+          sql.and(conditionsOn(reach.own, accountId, "own").conditions),
+          ...reach.sharedMailboxes.map((s) => sql.and(conditionsOn(sql`m.account_id = ${s.ownerId} AND m.alias_id = ${s.aliasId}`, s.ownerId, "shared").conditions))
+        ]
       }
       : undefined
     return { where: sql.and(conditions), view: sql.and(conditions.slice(0, viewConditions)), indexed, query, counted, split }

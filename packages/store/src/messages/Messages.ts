@@ -183,7 +183,8 @@ export class Messages extends Context.Service<Messages, {
           rowsOf: (ids, extra) =>
             sql`SELECT ${sql.literal(summaryColumns)}, ${aliasAndTags(accountId)}${extra} FROM (${ids}) page JOIN messages m ON m.id = page.id ${readerMarks} ORDER BY ${order}`,
           decode: summaryRows,
-          summarize
+          summarize,
+          ...(split === undefined ? {} : { parts: split.searched })
         })
         : undefined
       /** The first `limit + 1` rows meeting `condition` after the cursor, in list order. */
