@@ -85,6 +85,15 @@ interface Case {
 type Page = { items: Array<{ id: number }>; total: number; nextCursor: string | null }
 const q = (terms: ReadonlyArray<string>) => terms.length === 0 ? "" : `&q=${encodeURIComponent(terms.join(" "))}`
 
+const quote = (s: string) => `'${s.replaceAll("'", "''")}'`
+/** A recorded statement's parameter as an SQL literal (a custom plan, for EXPLAIN). */
+const literal = (v: unknown) =>
+  typeof v === "number" || typeof v === "boolean" || typeof v === "bigint" ? String(v)
+  : v instanceof Date ? `${quote(v.toISOString())}::timestamptz`
+  : quote(typeof v === "string" ? v : JSON.stringify(v))
+
+const cells = (d: Distribution) => [fmt(d.count), ms(d.p50), ms(d.p95), ms(d.p99), ms(d.max)]
+
 const cases: ReadonlyArray<Case> = [
   { name: "first page", goal: goals.firstP99, terms: [] },
   { name: "deep page", goal: goals.firstP99, terms: [], deep: true },
@@ -170,12 +179,12 @@ const main = async (): Promise<number> => {
    * One reader's requests for a case: its path for request i, and the total it answers (read at
    * the warm-up; every measured answer must repeat it, with a full page).
    */
-  const prepare = async (reader: Reader, c: Case): Promise<{ path: (i: number) => string; total: number; chain?: string }> => {
+  const prepare = async (reader: Reader, c: Case): Promise<{ path: (i: number) => string; total: number; items: (i: number) => number; chain?: string }> => {
     const first = `/messages?limit=50${q(c.terms)}${reader.extra}`
     const r = await get(reader, first)
     if (r.status !== 200) throw new Error(`${reader.name} ${c.name}: HTTP ${r.status}: ${r.text.slice(0, 200)}`)
     const pageTotal = (JSON.parse(r.text) as Page).total
-    if (c.deep !== true) return { path: () => first, total: pageTotal }
+    if (c.deep !== true) return { path: () => first, total: pageTotal, items: () => Math.min(50, pageTotal) }
     const pages = Math.max(1, Math.min(deepPagesWanted, Math.floor((pageTotal * 0.9) / 100)))
     const cursors: Array<string> = []
     let cursor: string | null = null
@@ -192,7 +201,11 @@ const main = async (): Promise<number> => {
     }
     const last = cursors.slice(-20)
     const chain = `${reader.name}: ${pages} pages of 100 followed (to message ~${fmt(pages * 100)} of ${fmt(pageTotal)}), median ${ms(distribution(chainMs).p50)} ms a page`
-    return { path: (i) => `/messages?limit=50${reader.extra}&cursor=${encodeURIComponent(last[i % last.length]!)}`, total: pageTotal, chain }
+    const path = (i: number) => `/messages?limit=50${reader.extra}&cursor=${encodeURIComponent(last[i % last.length]!)}`
+    // The items each deep page holds (all 50 but near the end of a small list), to check each answer against.
+    const items: Array<number> = []
+    for (let i = 0; i < last.length; i++) items.push((JSON.parse((await get(reader, path(i))).text) as Page).items.length)
+    return { path, total: pageTotal, items: (i) => items[i % items.length]!, chain }
   }
 
   interface Row {
@@ -226,7 +239,7 @@ const main = async (): Promise<number> => {
           if (r.status !== 200) throw new Error(`${p.reader.name} ${c.name}: HTTP ${r.status}: ${r.text.slice(0, 200)}`)
           const body = JSON.parse(r.text) as Page
           if (body.total !== p.total) throw new Error(`${p.reader.name} ${c.name}: total ${body.total}, was ${p.total}`)
-          if (body.items.length !== Math.min(50, p.total)) throw new Error(`${p.reader.name} ${c.name}: ${body.items.length} items of ${p.total}`)
+          if (body.items.length !== p.items(i)) throw new Error(`${p.reader.name} ${c.name}: ${body.items.length} items, expected ${p.items(i)} (total ${p.total})`)
           p.samples.push(r.ms)
         }
       }
@@ -307,11 +320,6 @@ const main = async (): Promise<number> => {
     out("## Plans: the statements the store's Messages.list sends for each reader (recorded as compiled, values written in: custom plans)")
     const recorder = await statementRecorder(service.service.embeddedDatabase(), readFileSync(join(service.service.dataDir, "secret"), "utf8").trim())
     session.onCleanup(() => recorder.close())
-    const quote = (s: string) => `'${s.replaceAll("'", "''")}'`
-    const literal = (v: unknown) =>
-      typeof v === "number" || typeof v === "boolean" || typeof v === "bigint" ? String(v)
-      : v instanceof Date ? `${quote(v.toISOString())}::timestamptz`
-      : quote(typeof v === "string" ? v : JSON.stringify(v))
     const planRows: Array<Array<string>> = []
     for (const reader of [ownerReader, guest1, guest3, guest3Own]) {
       for (const c of cases.filter((k) => k.deep !== true)) {
@@ -386,7 +394,9 @@ const main = async (): Promise<number> => {
   const sharedIds = new Set([...guest1Mailboxes, ...guest3Mailboxes].map((m) => m.id))
   const waitRows: Array<Array<string>> = []
   const waitGoals: Array<string> = []
-  const cells = (d: Distribution) => [fmt(d.count), ms(d.p50), ms(d.p95), ms(d.p99), ms(d.max)]
+  /** The waiter groups a message to mailbox `alias` wakes. */
+  const expectedBy = (s: { alias: number }) => ["owner", ...(s.alias === guest1Mailboxes[0]!.id ? ["guest, 1 share"] : []),
+    ...(guest3Mailboxes.some((m) => m.id === s.alias) ? ["guest, 3 shares", "guest, 3 shares, whole list"] : [])]
   const phase = async (name: string, rate: number, secs: number) => {
     const factory = messageFactory({ from: "sender@bench.localhost", to: (index) => tailed[index % tailed.length]!.address, size: 2_000, tag: name.replace(/\W/g, "") })
     const sent: Array<{ id: number; alias: number; repliedAt: number }> = []
@@ -404,8 +414,6 @@ const main = async (): Promise<number> => {
         if (match !== null) sent.push({ id: Number(match[1]), alias: tailed[delivery.index % tailed.length]!.id, repliedAt: delivery.repliedAt })
       }
     })
-    const expectedBy = (s: { alias: number }) => ["owner", ...(s.alias === guest1Mailboxes[0]!.id ? ["guest, 1 share"] : []),
-      ...(guest3Mailboxes.some((m) => m.id === s.alias) ? ["guest, 3 shares", "guest, 3 shares, whole list"] : [])]
     const deadline = Date.now() + 30_000
     while (Date.now() < deadline && !sent.every((s) => expectedBy(s).every((g) => answered.get(g)!.has(s.id)))) await sleep(100)
     service.checkAlive()
