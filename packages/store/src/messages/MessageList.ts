@@ -100,7 +100,7 @@ export interface ListSplit {
   readonly ownCounted: CountedView | undefined
   readonly mailboxes: ReadonlyArray<Statement.Fragment>
   readonly shared: Statement.Fragment
-  /** For a search (SearchRequest `parts`): the reader's own mail, then each shared mailbox with its owner (the index's partition). */
+  /** For a search (SearchRequest `parts`): the reader's own mail, then each owner's shared mailboxes (the index's partition), by the owner's archive mark. */
   readonly searched: ReadonlyArray<Statement.Fragment>
 }
 
@@ -238,9 +238,20 @@ export const listConditions = ({ access, search, sql }: ListServices, accountId:
         ownCounted,
         mailboxes: reach.sharedMailboxes.map((s) => sql.and(conditionsOn(sql`m.alias_id = ${s.aliasId}`, s.ownerId, "shared").conditions)),
         shared: sql.and(conditionsOn(sql`m.alias_id IN ${sql.in(reach.sharedMailboxes.map((s) => s.aliasId))}`, reach.owners, "shared").conditions),
+        // Each owner's shared mailboxes together (one partition, one scan of its words), once for
+        // the rows its owner archived and once for the others: the index's words are kept in two
+        // partial GIN indexes by the owner's mark (migration 0017), which only a condition on it
+        // can use (the reader's own mark, tested besides, is not the owner's).
         searched: [
           sql.and(conditionsOn(reach.own, accountId, "own").conditions),
-          ...reach.sharedMailboxes.map((s) => sql.and(conditionsOn(sql`m.account_id = ${s.ownerId} AND m.alias_id = ${s.aliasId}`, s.ownerId, "shared").conditions))
+          ...[...Map.groupBy(reach.sharedMailboxes, (s) => s.ownerId)].flatMap(([ownerId, mailboxes]) =>
+            [false, true].map((ownerArchived) =>
+              sql.and([
+                ...conditionsOn(sql`m.account_id = ${ownerId} AND m.alias_id IN ${sql.in(mailboxes.map((s) => s.aliasId))}`, ownerId, "shared").conditions,
+                search.archived(ownerArchived)
+              ])
+            )
+          )
         ]
       }
       : undefined
