@@ -57,6 +57,22 @@ const benchmarks: ReadonlyArray<Benchmark> = [
     env: { BENCH_MESSAGES: "1000", BENCH_ACCOUNTS: "10", BENCH_REQUESTS: "10", BENCH_CONCURRENCY: "1", BENCH_WHATIF: "0" },
     table: /^\| case +\| +p50 \|/m
   },
+  {
+    script: "bench:sharing",
+    env: {
+      BENCH_MESSAGES: "2000",
+      BENCH_ACCOUNTS: "10",
+      BENCH_REQUESTS: "5",
+      BENCH_DEEP_PAGES: "2",
+      BENCH_PLANS: "0",
+      WAIT_ALIASES: "4",
+      WAIT_LOW_RATE: "0",
+      WAIT_RATE: "8",
+      WAIT_SECONDS: "1",
+      WAIT_CONNECTIONS: "1"
+    },
+    table: /^\| case +\| +reader \| +total \|[\s\S]*^\| ms, per message +\| +n \|/m
+  },
   { script: "bench:webhooks", env: { BENCH_LATENCY_MESSAGES: "1", BENCH_RATE: "0", BENCH_EVENTS: "100" }, table: /^\| measure +\| +value \|/m },
   { script: "bench:queue", env: { BENCH_RATE: "5", BENCH_SECONDS: "1" }, table: /^\| queue +\| +p50 ms \|/m },
   { script: "bench:hop", env: { HOP_MESSAGES: "10" }, table: /^\| where the work runs +\| +p50 ms \|/m },

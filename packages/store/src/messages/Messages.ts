@@ -8,7 +8,7 @@ import { Keyring } from "../platform/Keyring.ts"
 import { rowsDecoder } from "../platform/Rows.ts"
 import { SearchIndex } from "../search/SearchIndex.ts"
 import { MailboxAccess } from "../sharing/MailboxAccess.ts"
-import { type CountedView, decodeCursor, encodeCursor, type ListFilters, listConditions } from "./MessageList.ts"
+import { type CountedView, decodeCursor, encodeCursor, type ListFilters, listConditions, type ListSplit } from "./MessageList.ts"
 
 const AliasOfRow = Schema.Struct({ local_part: Schema.String, domain: Schema.String, label: Schema.NullOr(Schema.String) })
 const TagOfRow = Schema.Struct({ id: Schema.Int, name: Schema.String, color: Schema.NullOr(Schema.String) })
@@ -149,9 +149,13 @@ export class Messages extends Context.Service<Messages, {
         ? sql`(SELECT count(*)::int FROM messages m WHERE ${where})`
         : sql`coalesce((SELECT ${view === "mailbox" ? sql`in_mailbox - archived` : view === "archive" ? sql`archived` : sql`trashed`} FROM mailbox_counts WHERE account_id = ${accountId}), 0)`
 
+    /** `total` of a guest's list (ListSplit): its own mail's, kept or counted, plus its shared mailboxes' counted. */
+    const splitTotalOf = (accountId: number, split: ListSplit) =>
+      sql`(${totalOf(accountId, split.own, split.ownCounted)} + ${totalOf(accountId, split.shared, undefined)})`
+
     const list = Effect.fn("Messages.list")(function*(accountId: number, filters: ListPage) {
       const { cursor, limit = 50, tail = false, ...rest } = filters
-      const { where, view, indexed, query, counted } = yield* listConditions({ sql, search, access }, accountId, rest)
+      const { where, view, indexed, query, counted, split } = yield* listConditions({ sql, search, access }, accountId, rest)
       const newest = (rest.sort ?? "newest") === "newest"
       let position: { receivedAt: string; id: number } | undefined
       if (cursor !== undefined) {
@@ -179,20 +183,24 @@ export class Messages extends Context.Service<Messages, {
           rowsOf: (ids, extra) =>
             sql`SELECT ${sql.literal(summaryColumns)}, ${aliasAndTags(accountId)}${extra} FROM (${ids}) page JOIN messages m ON m.id = page.id ${readerMarks} ORDER BY ${order}`,
           decode: summaryRows,
-          summarize
+          summarize,
+          ...(split === undefined ? {} : { parts: split.searched })
         })
         : undefined
+      /** The first `limit + 1` rows meeting `condition` after the cursor, in list order. */
+      const pageOf = (condition: Statement.Fragment) =>
+        sql`SELECT ${sql.literal(summaryColumns)} FROM messages m ${readerMarks} WHERE ${condition} AND ${after} ORDER BY ${order} LIMIT ${limit + 1}`
+      // A guest's page: its own mail's first rows and each shared mailbox's, merged (ListSplit).
+      const pageRows = split === undefined
+        ? pageOf(where)
+        : sql`SELECT m.* FROM (${sql.join(" UNION ALL ", false)(split.mailboxes.map((c) => sql`(${pageOf(c)})`).concat(sql`(${pageOf(split.own)})`))}) m
+              ORDER BY ${order} LIMIT ${limit + 1}`
       // One statement, one round trip: the total (a row even when the page is empty), and the
       // page's rows with their aliases and tags, read for the page's rows only.
       const listed = sql`
-        SELECT c.total, p.* FROM (SELECT ${totalOf(accountId, where, counted)} AS total) c
+        SELECT c.total, p.* FROM (SELECT ${split === undefined ? totalOf(accountId, where, counted) : splitTotalOf(accountId, split)} AS total) c
         LEFT JOIN (
-          SELECT m.*, ${aliasAndTags(accountId)} FROM (
-            SELECT ${sql.literal(summaryColumns)} FROM messages m ${readerMarks}
-            WHERE ${where} AND ${after}
-            ORDER BY ${order}
-            LIMIT ${limit + 1}
-          ) m
+          SELECT m.*, ${aliasAndTags(accountId)} FROM (${pageRows}) m
         ) p ON true
         ORDER BY ${newest ? sql`p.received_at DESC, p.id DESC` : sql`p.received_at ASC, p.id ASC`}`.pipe(
         Effect.flatMap((raw) =>

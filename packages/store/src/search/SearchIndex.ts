@@ -51,6 +51,12 @@ export interface SearchRequest<Row, Page> {
   readonly decode: (rows: ReadonlyArray<unknown>) => Effect.Effect<ReadonlyArray<Row>>
   /** What the caller makes of the rows it read (started while the count still runs, when it can). */
   readonly summarize: (rows: ReadonlyArray<Row>) => Effect.Effect<Page>
+  /**
+   * A guest's list, split (MessageList.ts ListSplit): `where` on disjoint parts of the mailboxes
+   * (its own mail, each shared mailbox with its owner's partition), whose matches are read apart,
+   * each on its own partition and words, and counted together.
+   */
+  readonly parts?: ReadonlyArray<Statement.Fragment>
 }
 
 /** The rows read (up to `limit + 1`), what the caller made of them, and the number of matches. */
@@ -162,10 +168,17 @@ export class SearchIndex extends Context.Service<SearchIndex, {
     const count = (where: Statement.Fragment) => Effect.orDie(countOf(where))
 
     const search = <Row, Page>(request: SearchRequest<Row, Page>): Effect.Effect<SearchResult<Row, Page>> => {
-      const { after, decode, limit, order, rowsOf, summarize, view, where } = request
-      const total = countOf(where)
-      /** The matches of a search, from the index (its GIN index), for the page and the total. */
-      const matches = sql`WITH matches AS MATERIALIZED (SELECT m.id, m.received_at FROM message_search m WHERE ${where})`
+      const { after, decode, limit, order, parts, rowsOf, summarize, view, where } = request
+      const total = parts === undefined
+        ? countOf(where)
+        : onSearchIndex(sql`SELECT ${sql.join(" + ", false)(parts.map((p) => sql`(SELECT count(*)::int FROM message_search m WHERE ${p})`))} AS total`.unprepared).pipe(
+          Effect.flatMap(decodeTotals),
+          Effect.map((rows) => rows[0]!.total)
+        )
+      /** The matches of a search, from the index (its GIN index), for the page and the total; a split list's, part by part. */
+      const matches = parts === undefined
+        ? sql`WITH matches AS MATERIALIZED (SELECT m.id, m.received_at FROM message_search m WHERE ${where})`
+        : sql`WITH matches AS MATERIALIZED (${sql.join(" UNION ALL ", false)(parts.map((p) => sql`SELECT m.id, m.received_at FROM message_search m WHERE ${p}`))})`
       const matchesPage = sql`SELECT m.id, m.received_at FROM matches m WHERE ${after} ORDER BY ${order} LIMIT ${limit + 1}`
       const summarized = (rows: ReadonlyArray<Row>, matched: number) =>
         Effect.map(summarize(rows), (page): SearchResult<Row, Page> => ({ rows, page, total: matched }))
@@ -182,7 +195,9 @@ export class SearchIndex extends Context.Service<SearchIndex, {
       // walking further would fetch each candidate's words out of line to test them. Unprepared,
       // so each search is planned for its words. A page past the last match has no row to carry
       // the total: it is counted alone.
-      if (oneWord(request.query)) {
+      // A split list (a guest's) reads its matches part by part, for the page and the total at once: a walk in list order
+      // would read each shared mailbox's rows through its owner's whole mailbox.
+      if (parts === undefined && oneWord(request.query)) {
         const walked = sql`${
           rowsOf(
             sql`

@@ -45,6 +45,14 @@ export interface Reach {
   readonly shared: boolean
   /** The accounts whose mail the condition reaches: the reader's own, and the owners of the shared mailboxes it reaches. */
   readonly owners: ReadonlyArray<number>
+  /** The condition's first part: the account's own mail (`account_id = ...`). */
+  readonly own: Statement.Fragment
+  /**
+   * The shared mailboxes the condition reaches besides, in its `alias_id IN (...)` part: none but
+   * a guest's. They are never the reader's own, so a list may read its own mail and each of these
+   * apart (each on its own index, in list order) and merge them.
+   */
+  readonly sharedMailboxes: ReadonlyArray<SharedMailbox>
 }
 
 /** A live share: accepted, not ended, not suspended by the owner's plan. */
@@ -146,13 +154,16 @@ export class MailboxAccess extends Context.Service<MailboxAccess, {
 
     const reach = Effect.fn("MailboxAccess.reach")(function*(accountId: number, use: MailboxUse, row?: string, options: MailboxOptions = {}) {
       const own = sql`${column(row, "account_id")} = ${accountId}`
-      if (options.excludeShared === true) return { condition: own, shared: false, owners: [accountId] }
+      const ownOnly: Reach = { condition: own, shared: false, owners: [accountId], own, sharedMailboxes: [] }
+      if (options.excludeShared === true) return ownOnly
       const reached = (yield* shared(accountId)).filter((s) => roleAllows(s.role, use))
-      if (reached.length === 0) return { condition: own, shared: false, owners: [accountId] }
+      if (reached.length === 0) return ownOnly
       return {
         condition: sql`(${own} OR ${column(row, "alias_id")} IN ${sql.in(reached.map((s) => s.aliasId))})`,
         shared: true,
-        owners: [...new Set([accountId, ...reached.map((s) => s.ownerId)])]
+        owners: [...new Set([accountId, ...reached.map((s) => s.ownerId)])],
+        own,
+        sharedMailboxes: reached
       }
     })
 
