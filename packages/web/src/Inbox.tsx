@@ -6,7 +6,7 @@
  */
 import type { MessagePage, MessageSummary } from "@burnbox/client"
 import type { BulkAction } from "@burnbox/domain/messages/Message"
-import { useCallback, useEffect, useRef, useState } from "preact/hooks"
+import { useCallback, useEffect, useLayoutEffect, useRef, useState } from "preact/hooks"
 import { call, describe, raw } from "./api.ts"
 import { fullDate, when } from "./format.ts"
 import { liveConnected, liveTick } from "./live.ts"
@@ -213,8 +213,10 @@ export const Inbox = (props: { readonly session: Session; readonly alias: number
     return next
   })
 
-  // Keyboard shortcuts (Gmail/Mailpit); none while typing in a field.
-  useEffect(() => {
+  // Keyboard shortcuts (Gmail/Mailpit); none while typing in a field. Registered as a layout
+  // effect: the handler that reads `focus` and `items` is in place before the rendered focus is
+  // shown, so a key pressed right after j/k acts on the row the user sees focused.
+  useLayoutEffect(() => {
     const onKey = (event: KeyboardEvent) => {
       const target = event.target as HTMLElement | null
       if (target !== null && (target.tagName === "INPUT" || target.tagName === "TEXTAREA" || target.tagName === "SELECT")) {
