@@ -353,6 +353,26 @@ describe("the web inbox", () => {
     expect((await api<{ enabled: boolean; publicKey: string | null }>("/push/settings")).enabled).toBe(true)
     // Headless Chromium has no push service: subscribing ends in "Push is on" or a reason in words.
     await expect.poll(async () => (await page.locator("section[aria-labelledby=push-title] [role=alert], section[aria-labelledby=push-title] [role=status]").count()) > 0).toBe(true)
+    // The served /sw.js is registered; a push delivered to it (DevTools protocol) shows its notification.
+    const cdp = await context.newCDPSession(page)
+    const registration = new Promise<string>((resolve) => cdp.on("ServiceWorker.workerRegistrationUpdated", (e) => {
+      const found = e.registrations.find((r) => r.scopeURL.startsWith(service.baseUrl) && !r.isDeleted)
+      if (found !== undefined) resolve(found.registrationId)
+    }))
+    await cdp.send("ServiceWorker.enable")
+    const registrationId = await registration
+    await page.evaluate(async () => void await navigator.serviceWorker.ready)
+    const pushText = await page.locator("section[aria-labelledby=push-title]").textContent()
+    await cdp.send("ServiceWorker.deliverPushMessage", {
+      origin: service.baseUrl,
+      registrationId,
+      data: JSON.stringify({ type: "message", messageId: 7, alias: address, from: "Shop <no-reply@shop.example>", subject: "Your code", otp: "482913" })
+    })
+    await expect.poll(() => page.evaluate(async () => {
+      const ready = await navigator.serviceWorker.ready
+      return (await ready.getNotifications()).map((n) => ({ title: n.title, body: n.body, data: n.data as unknown }))
+    }), { message: pushText ?? "" }).toEqual([{ title: "Your code", body: "From Shop <no-reply@shop.example>\nCode 482913", data: { url: "/#/m/7" } }])
+    await cdp.detach()
     await page.reload()
     await page.getByTestId("push-state").waitFor()
     expect(await page.getByTestId("push-nudge").count()).toBe(0)
