@@ -6,7 +6,7 @@
  */
 import type { MessagePage, MessageSummary } from "@burnbox/client"
 import type { BulkAction } from "@burnbox/domain/messages/Message"
-import { useCallback, useEffect, useRef, useState } from "preact/hooks"
+import { useCallback, useEffect, useLayoutEffect, useRef, useState } from "preact/hooks"
 import { call, describe, raw } from "./api.ts"
 import { fullDate, when } from "./format.ts"
 import { liveConnected, liveTick } from "./live.ts"
@@ -213,8 +213,9 @@ export const Inbox = (props: { readonly session: Session; readonly alias: number
     return next
   })
 
-  // Keyboard shortcuts (Gmail/Mailpit); none while typing in a field.
-  useEffect(() => {
+  // Keyboard shortcuts (Gmail/Mailpit); none while typing in a field. A layout effect, so the
+  // listener sees the focus just drawn (a key pressed right after `k` acts on the row shown).
+  useLayoutEffect(() => {
     const onKey = (event: KeyboardEvent) => {
       const target = event.target as HTMLElement | null
       if (target !== null && (target.tagName === "INPUT" || target.tagName === "TEXTAREA" || target.tagName === "SELECT")) {
