@@ -3,6 +3,7 @@
  * mail to one recipient, reply to a message of its mailbox (the form prefilled by
  * GET /desk-mail/{alias}/reply/{message}), and Sent, newest first.
  */
+import { isBurnboxProblem } from "@burnbox/client"
 import type { DeskSentMail } from "@burnbox/domain/desks/DeskMail"
 import { useEffect, useState } from "preact/hooks"
 import { call, describe, raw } from "./api.ts"
@@ -46,7 +47,10 @@ export const Desk = (props: { readonly session: Session; readonly aliasId: numbe
       if (props.replyTo !== undefined) go(`#/desk/${props.aliasId}`)
       await loadSent()
     } catch (err) {
-      setError(describe(err))
+      // 503: the relay refused or is down; the attempt is in Sent as failed (README: check Sent before retrying).
+      setError(isBurnboxProblem(err) && err.status === 503 ? `${describe(err)} Not sent: it is listed in Sent as failed; check Sent before trying again.` : describe(err))
+      setNotice(undefined)
+      await loadSent()
     } finally {
       setBusy(false)
     }

@@ -416,5 +416,13 @@ describe("the web inbox", () => {
     await expect.poll(() => page.getByTestId("sent").count()).toBe(2)
     expect(await page.getByTestId("sent").first().textContent()).toContain("Re: Welcome aboard")
     expect(relay.received.length).toBe(2)
+    // A relay that is down: the refusal in words, the attempt in Sent as failed.
+    await relay.stop()
+    await page.getByLabel("To").fill("customer@example.org")
+    await page.getByLabel("Subject").fill("While the relay is down")
+    await page.getByLabel("Message").fill("Again.")
+    await page.getByRole("button", { name: "Send" }).click()
+    await expect.poll(() => page.getByRole("alert").textContent()).toContain("check Sent before trying again")
+    await expect.poll(() => page.getByTestId("sent").first().textContent()).toContain("While the relay is down to customer@example.org · failed")
   })
 })
