@@ -1,14 +1,15 @@
 /**
  * Aliases: reserve five candidates on a domain, shuffle within the plan's allowance, claim one
  * with a label and note (and a self-destruct time where the plan allows), then pause, resume or
- * burn (confirmed: irreversible), timers and storage. (The per-alias push toggle comes with
- * browser push, #32.)
+ * burn (confirmed: irreversible), timers and storage, the per-alias push toggle (#32) and, for
+ * a protected desk (`canSend`), its compose page.
  */
 import type { Alias } from "@burnbox/client"
 import type { CandidateReservation } from "@burnbox/domain/aliases/Alias"
 import { useState } from "preact/hooks"
 import { call, describe, raw } from "./api.ts"
 import { bytes, fullDate } from "./format.ts"
+import { AliasPushToggle } from "./Push.tsx"
 import { loadSession, type Session } from "./state.ts"
 
 type Style = "words" | "pronounceable" | "numeric"
@@ -154,6 +155,8 @@ const AliasRow = (props: { readonly alias: Alias; readonly timers: boolean; read
         </div>
       </div>
       <div class="row">
+        {alias.status !== "burned" && <AliasPushToggle aliasId={alias.id} address={alias.address} enabled={alias.pushEnabled} onError={props.onError} />}
+        {alias.canSend === true && alias.status !== "burned" && <a class="button" href={`#/desk/${alias.id}`}>Desk: write mail</a>}
         {props.timers && !alias.shared && alias.status !== "burned" && (
           <label>
             Timer

@@ -213,9 +213,8 @@ export const Inbox = (props: { readonly session: Session; readonly alias: number
     return next
   })
 
-  // Keyboard shortcuts (Gmail/Mailpit); none while typing in a field. Registered as a layout
-  // effect: the handler that reads `focus` and `items` is in place before the rendered focus is
-  // shown, so a key pressed right after j/k acts on the row the user sees focused.
+  // Keyboard shortcuts (Gmail/Mailpit); none while typing in a field. A layout effect, so the
+  // listener sees the focus just drawn (a key pressed right after `k` acts on the row shown).
   useLayoutEffect(() => {
     const onKey = (event: KeyboardEvent) => {
       const target = event.target as HTMLElement | null

@@ -12,7 +12,7 @@ import { outcomeText } from "./Inbox.tsx"
 import { liveTick } from "./live.ts"
 import { go } from "./route.ts"
 import { useSignal } from "./signal.ts"
-import { refreshSession } from "./state.ts"
+import { refreshSession, session } from "./state.ts"
 
 type Tab = "html" | "text" | "headers"
 
@@ -32,6 +32,7 @@ export const MessageView = (props: { readonly id: number }) => {
   const [tab, setTab] = useState<Tab>("html")
   const [remote, setRemote] = useState(false)
   const tick = useSignal(liveTick)
+  const current = useSignal(session)
 
   const load = async () => {
     try {
@@ -97,6 +98,8 @@ export const MessageView = (props: { readonly id: number }) => {
   if (error !== undefined) return <section class="message"><p class="error" role="alert">{error}</p><a href="#/inbox">Back to the inbox</a></section>
   if (message === undefined) return <section class="message"><p>Loading…</p></section>
   const link = message.verificationLinks[0]
+  // A protected desk's mail can be answered from the desk (#34).
+  const desk = current?.aliases.some((a) => a.id === message.alias.id && a.canSend === true) === true
   const htmlSrc = message.remoteImages === null || message.htmlUrl === null ? undefined : apiUrl(remote ? message.remoteImages.loadUrl : message.remoteImages.blockedUrl)
 
   return (
@@ -110,6 +113,7 @@ export const MessageView = (props: { readonly id: number }) => {
           ? <button type="button" onClick={() => void call(raw.messages.restore({ params: { id: props.id } })).then(() => load(), (e) => setNotice(describe(e)))}>Restore</button>
           : null}
         <button type="button" class="danger" onClick={() => void remove()}>{message.trashed ? "Delete forever" : "Delete"}</button>
+        {desk && <a class="button" href={`#/desk/${message.alias.id}/reply/${message.id}`}>Reply</a>}
       </div>
       {notice !== undefined && <p class="notice" role="status">{notice}</p>}
       <h1 id="message-subject">{message.subject === "" ? "(no subject)" : message.subject}</h1>

@@ -1,7 +1,7 @@
 /**
  * Settings: mailbox density, storage, tags, API tokens (secret shown once), webhooks (secret
  * once, edit, pause, rotate, deliveries, redeliver, test) and sharing (invite, invitations,
- * guests, leave).
+ * guests, leave), exports, mail rules and browser push (their own files).
  */
 import type { ApiToken, Scope } from "@burnbox/domain/tokens/ApiToken"
 import { Scopes } from "@burnbox/domain/tokens/ApiToken"
@@ -10,6 +10,9 @@ import type { Share, ShareInvitation, ShareRole } from "@burnbox/domain/sharing/
 import { useEffect, useState } from "preact/hooks"
 import { call, describe, raw } from "./api.ts"
 import { bytes, copy, fullDate } from "./format.ts"
+import { Exports } from "./Exports.tsx"
+import { Push } from "./Push.tsx"
+import { Rules } from "./Rules.tsx"
 import { loadSession, type Session } from "./state.ts"
 
 const Secret = (props: { readonly label: string; readonly secret: string; readonly onDone: () => void }) => {
@@ -370,5 +373,8 @@ export const Settings = (props: { readonly session: Session }) => (
     <Tokens />
     <Webhooks session={props.session} />
     <Sharing session={props.session} />
+    <Exports session={props.session} />
+    <Rules session={props.session} />
+    <Push session={props.session} />
   </section>
 )

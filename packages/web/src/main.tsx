@@ -4,6 +4,7 @@ import { useEffect, useState } from "preact/hooks"
 import { call, onSignedOut, raw, setCsrfToken } from "./api.ts"
 import { Aliases } from "./Aliases.tsx"
 import { AuthForm } from "./Auth.tsx"
+import { Desk } from "./Desk.tsx"
 import { Inbox, prefetchFirstPage } from "./Inbox.tsx"
 import { connectLive, disconnectLive, liveConnected } from "./live.ts"
 import { MessageView } from "./Message.tsx"
@@ -64,6 +65,7 @@ const Shell = (props: { readonly session: Session }) => {
         {current.page === "message" ? <MessageView id={current.id} />
           : current.page === "aliases" ? <Aliases session={session} />
           : current.page === "settings" ? <Settings session={session} />
+          : current.page === "desk" ? <Desk key={`${current.aliasId}/${current.replyTo ?? ""}`} session={session} aliasId={current.aliasId} replyTo={current.replyTo} />
           : <Inbox session={session} alias={current.page === "inbox" ? current.alias : undefined} />}
       </main>
     </div>

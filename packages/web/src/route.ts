@@ -8,6 +8,7 @@ export type Route =
   | { readonly page: "message"; readonly id: number }
   | { readonly page: "aliases" }
   | { readonly page: "settings" }
+  | { readonly page: "desk"; readonly aliasId: number; readonly replyTo?: number | undefined }
 
 export const parseRoute = (hash: string): Route => {
   const path = hash.replace(/^#/, "")
@@ -15,6 +16,8 @@ export const parseRoute = (hash: string): Route => {
   if (message !== null) return { page: "message", id: Number(message[1]) }
   const alias = /^\/alias\/(\d+)$/.exec(path)
   if (alias !== null) return { page: "inbox", alias: Number(alias[1]) }
+  const desk = /^\/desk\/(\d+)(?:\/reply\/(\d+))?$/.exec(path)
+  if (desk !== null) return { page: "desk", aliasId: Number(desk[1]), replyTo: desk[2] === undefined ? undefined : Number(desk[2]) }
   if (path === "/signin") return { page: "signin" }
   if (path === "/signup") return { page: "signup" }
   if (path === "/aliases") return { page: "aliases" }
