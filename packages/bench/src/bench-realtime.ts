@@ -48,9 +48,7 @@ const main = async (): Promise<number> => {
   session.afterCleanup(() => burnbox.summarizeLog())
   await burnbox.start("start")
   const token = await burnbox.setupAccount(email)
-  await burnbox.cli(["admin", "account", "override", "--email", email, "--set", `activeAliasCap=${aliasCount + 10},aliasLifetimeCap=${aliasCount + 10},claimsPerDay=${aliasCount + 10}`])
-  const aliases: Array<{ id: number; address: string }> = []
-  while (aliases.length < aliasCount) aliases.push(await burnbox.claimAlias(token))
+  const aliases = await burnbox.claimAliases(email, token, aliasCount)
 
   // A browser session: the hub authorizes its cookie for the account's own topic.
   const login = await fetch(`${burnbox.baseUrl}/api/v1/auth/login`, {

@@ -48,10 +48,7 @@ const main = async (): Promise<number> => {
   session.afterCleanup(() => burnbox.summarizeLog())
   await burnbox.start("start")
   const token = await burnbox.setupAccount(email)
-  await burnbox.cli(["admin", "account", "override", "--email", email, "--set", `activeAliasCap=${waiters + 10},aliasLifetimeCap=${waiters + 10},claimsPerDay=${waiters + 10}`])
-  const aliases: Array<{ id: number; address: string }> = []
-  // One at a time: a new reservation of the account releases its previous one.
-  while (aliases.length < waiters) aliases.push(await burnbox.claimAlias(token))
+  const aliases = await burnbox.claimAliases(email, token, waiters)
   log(`claimed ${aliases.length} aliases`)
 
   const listener = await burnbox.db()

@@ -356,6 +356,21 @@ export class Burnbox {
   }
 
   /** Reserves numeric candidates on domain 1 and claims the first; answers its id and address. */
+  /**
+   * `count` claimed aliases of the account `email` (its alias caps raised to allow them), claimed
+   * eight at a time: reservations are independent, as a CI fleet's are.
+   */
+  async claimAliases(email: string, token: string, count: number): Promise<Array<{ id: number; address: string }>> {
+    const cap = count + 10
+    await this.cli(["admin", "account", "override", "--email", email, "--set", `activeAliasCap=${cap},aliasLifetimeCap=${cap},claimsPerDay=${cap}`])
+    const aliases: Array<{ id: number; address: string }> = []
+    while (aliases.length < count) {
+      const batch = Math.min(8, count - aliases.length)
+      aliases.push(...await Promise.all(Array.from({ length: batch }, () => this.claimAlias(token))))
+    }
+    return aliases
+  }
+
   async claimAlias(token: string): Promise<{ id: number; address: string }> {
     const reserved = await this.api("POST", "/api/v1/aliases/candidates", token, { domainId: 1, style: "numeric" })
     const reservation = reserved.body as { reservationToken?: string; candidates?: Array<{ id: number; address: string }> } | undefined
