@@ -103,7 +103,9 @@ describe("burnbox start: the banner, and a planned stop", () => {
       const code = await service.stop(signal)
       const answered = await work.done()
       expect(code, `${signal}:\n${service.output()}`).toBe(0)
-      expect(Date.now() - stopping).toBeLessThan(20_000)
+      // A guard against a stop that hangs, not a speed figure: alone it takes a few seconds, and
+      // under the whole suite's load (two test files at once beside it) about 20 s.
+      expect(Date.now() - stopping).toBeLessThan(40_000)
       expectQuiet(service)
       expect(service.stdout()).toMatch(/^burnbox stopped: the HTTP API, the SMTP ingest and the worker$/m)
       expect(service.stderr()).toContain("embedded PostgreSQL stopped")
