@@ -5,6 +5,7 @@
 import { Alias, CandidateRelease, CandidateReservation, MailDomain } from "@burnbox/domain"
 import { expectProblem, expectShape, type Harness, type Session, startHarness } from "@burnbox/testkit"
 import { Schema } from "effect"
+import pg from "pg"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 
 let h: Harness
@@ -388,6 +389,35 @@ describe("concurrent claims (spec 3.1)", () => {
     expect(await me({ session })).toMatchObject({ activeAliasCount: 1, aliasesLifetimeClaimed: 1 })
     const events = await h.query("SELECT type FROM events WHERE account_id = $1", [session.accountId])
     expect(events.map((e) => e.type)).toEqual(["alias.claimed"])
+  })
+
+  it("a claim is announced once on the realtime channel, at its commit; refused claims announce nothing", async () => {
+    const session = await h.signup()
+    const listener = new pg.Client({ connectionString: h.databaseUrl })
+    await listener.connect()
+    const heard: Array<{ type: string; aliasId?: number }> = []
+    listener.on("notification", (n) => {
+      const change = JSON.parse(n.payload ?? "{}") as { accountId?: number; type: string; aliasId?: number }
+      if (n.channel === "burnbox_realtime" && change.accountId === session.accountId && change.type.startsWith("alias.")) heard.push(change)
+    })
+    await listener.query("LISTEN burnbox_realtime")
+    try {
+      const reservation = await reserved({ session })
+      const body = { aliasId: reservation.candidates[0]!.id, reservationToken: reservation.reservationToken }
+      const answers = await Promise.all(Array.from({ length: 4 }, () => claim({ session }, body)))
+      expect(answers.map((a) => a.status).sort()).toEqual([201, 409, 409, 409])
+      await claimNew({ session })
+      await claimNew({ session })
+      // The free cap of 3 is reached: the next claim is refused and announces nothing.
+      const over = await reserved({ session })
+      expectRefused(await claim({ session }, { aliasId: over.candidates[0]!.id, reservationToken: over.reservationToken }), 409)
+      await listener.query("SELECT 1")
+      const claimedIds = (await listAliases({ session }, true)).map((a: { id: number }) => a.id).sort()
+      expect(heard.map((c) => c.type)).toEqual(["alias.claimed", "alias.claimed", "alias.claimed"])
+      expect(heard.map((c) => c.aliasId).sort()).toEqual(claimedIds)
+    } finally {
+      await listener.end()
+    }
   })
 
   it("two API processes on one database: concurrent claims of one candidate, exactly one succeeds", async () => {

@@ -35,7 +35,7 @@ import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient, SqlSchema, type Statement } from "effect/sql"
 import { ownsActiveDesk } from "../desks/Desks.ts"
 import { DomainRow } from "../domains/Domains.ts"
-import { lockAccountFor } from "../platform/AccountLocks.ts"
+import { accountLockSpace, lockAccountFor } from "../platform/AccountLocks.ts"
 import { Keyring, randomSecret } from "../platform/Keyring.ts"
 import { CountRow, decodeRows, IdRow } from "../platform/Rows.ts"
 import { appendEvent, eventRecord, insertEventRecords, type NewEvent, OutboxChannel } from "../webhooks/Outbox.ts"
@@ -310,8 +310,10 @@ export class Aliases extends Context.Service<Aliases, {
     })
     /**
      * A new reservation with its first candidates, in one statement, when the account's live
-     * reservations are under `cap` (counted under the reservations lock); candidates whose
-     * address is taken are skipped (ON CONFLICT), and the caller draws again for them.
+     * reservations are under `cap` (counted under the reservations lock, which the statement takes:
+     * migration 0024; run outside a transaction, it holds the lock for itself and its commit
+     * alone); candidates whose address is taken are skipped (ON CONFLICT), and the caller draws
+     * again for them.
      */
     const insertReservationUnderCap = SqlSchema.findOne({
       Request: Schema.Struct({
@@ -332,7 +334,7 @@ export class Aliases extends Context.Service<Aliases, {
           WITH reservation AS (
             INSERT INTO alias_reservations (account_id, token_digest, expires_at)
             SELECT ${accountId}, ${digest}, ${expiresAt}
-            WHERE (SELECT count(*) FROM alias_reservations WHERE account_id = ${accountId} AND ended_at IS NULL AND expires_at > ${at}) < ${cap}
+            WHERE burnbox_live_reservations_locked(${accountLockSpace("reservations")}::int4, ${accountId}::int4, ${at}) < ${cap}
             RETURNING id
           ), candidate AS (
             INSERT INTO aliases (account_id, domain_id, local_part, local_key, style, status, reservation_id)
@@ -381,11 +383,10 @@ export class Aliases extends Context.Service<Aliases, {
       }
       const token = randomSecret(24)
       const expiresAt = new Date(at.getTime() + ReservationLifetimeMs)
-      const candidates = yield* sql.withTransaction(Effect.gen(function*() {
+      const candidates = yield* Effect.gen(function*() {
         // Reservations are independent: each lives its ten minutes unless claimed or released. The
         // account's reservations lock makes counting the live ones and adding this one a single
         // step, without waiting on the account row (claims and mail delivery lock that).
-        yield* lockAccountFor(sql, "reservations", accountId)
         const cap = liveReservationCap(resolved)
         const draw = (count: number) => {
           const wanted = new Set<string>()
@@ -416,7 +417,7 @@ export class Aliases extends Context.Service<Aliases, {
           for (const row of inserted) picked.push({ id: row.id, localPart: row.local_part })
         }
         return picked
-      })).pipe(Effect.catch((error) => error instanceof ReservationCapReached ? Effect.fail(error) : Effect.die(error)))
+      }).pipe(Effect.catch((error) => error instanceof ReservationCapReached ? Effect.fail(error) : Effect.die(error)))
       if (candidates.length < CandidatesPerReservation) {
         return yield* Effect.die(new Error(`could not find ${CandidatesPerReservation} free ${input.style} addresses on ${domain.name}`))
       }
@@ -443,16 +444,18 @@ export class Aliases extends Context.Service<Aliases, {
     })
 
     /**
-     * What a claim is decided on, in one read: the reservation its token names, the candidate
-     * (reserved by it) with its domain, the owner's plan, lifetime claims, active aliases and
-     * claims since `since`. Null columns where the reservation or the candidate is not found.
+     * What a claim is decided on that no other claim changes, in one read without a lock: the
+     * reservation its token names, the candidate (reserved by it) with its domain, and the owner's
+     * plan, resolved and as stored (`plan_code`, `overrides`: the claim's statement checks that
+     * the plan it counted under is still this one). Null columns where the reservation or the
+     * candidate is not found.
      */
-    const claimFacts = SqlSchema.findOne({
-      Request: Schema.Struct({ accountId: Schema.Int, digest: Schema.Uint8Array, aliasId: Schema.Int, since: Schema.Date }),
+    const claimTarget = SqlSchema.findOne({
+      Request: Schema.Struct({ accountId: Schema.Int, digest: Schema.Uint8Array, aliasId: Schema.Int }),
       Result: Schema.Struct({
-        ...AccountPlanRow.fields,
-        active: Schema.Int,
-        today: Schema.Int,
+        plan: ResolvedPlan,
+        plan_code: Schema.String,
+        overrides: Schema.String,
         reservation_id: Schema.NullOr(Schema.Int),
         expires_at: Schema.NullOr(Schema.Date),
         ended_at: Schema.NullOr(Schema.Date),
@@ -463,10 +466,8 @@ export class Aliases extends Context.Service<Aliases, {
         state: Schema.NullOr(DomainState),
         tier: Schema.NullOr(DomainTier)
       }),
-      execute: ({ accountId, aliasId, digest, since }) => sql`
-          SELECT ${entitlements.column("a")} AS plan, a.aliases_lifetime_claimed,
-                 (SELECT count(*)::int FROM aliases WHERE account_id = a.id AND status = 'active') AS active,
-                 (SELECT count(*)::int FROM aliases WHERE account_id = a.id AND claimed_at >= ${since}) AS today,
+      execute: ({ accountId, aliasId, digest }) => sql`
+          SELECT ${entitlements.column("a")} AS plan, a.plan AS plan_code, a.overrides::text AS overrides,
                  r.id AS reservation_id, r.expires_at, r.ended_at,
                  c.id AS candidate_id, c.local_part, d.id AS domain_id, d.name AS domain_name, d.state, d.tier
           FROM accounts a
@@ -477,30 +478,43 @@ export class Aliases extends Context.Service<Aliases, {
     })
 
     /**
-     * The claim's writes, one statement: the candidate becomes active, its reservation ends and
-     * frees its other candidates, the lifetime counter counts it, the event is appended (and
-     * notified). Answers false, writing nothing, when the candidate or its reservation was let go
-     * meanwhile (a release); the account row is locked only from here to the commit.
+     * The claim itself, one statement: it takes the account's alias counts lock and reads the
+     * counts under it (`burnbox_alias_counts_locked`, migration 0024: fresh after the lock), and
+     * only when they are under the plan's caps and the plan is still the one they were read for,
+     * ends the reservation (while it is live: a release that came first wins), makes the
+     * candidate active, frees the other candidates, counts the claim and appends (and notifies)
+     * the event. Run outside a transaction, the lock is held for this statement and its commit
+     * alone. Answers whether it claimed, and the counts it decided on.
      */
-    const claimWrites = (input: {
+    const claimStatement = (input: {
       readonly accountId: number
       readonly aliasId: number
       readonly reservationId: number
       readonly at: Date
+      readonly since: Date
+      readonly planCode: string
+      readonly overrides: string
+      readonly caps: { readonly active: number; readonly lifetime: number; readonly perDay: number }
       readonly label: string | null
       readonly note: string | null
       readonly selfDestructAt: Date | null
       readonly event: NewEvent
     }) =>
       sql`
-        WITH claimed AS (
+        WITH counts AS MATERIALIZED (
+          SELECT * FROM burnbox_alias_counts_locked(${accountLockSpace("aliasCounts")}::int4, ${input.accountId}::int4, ${input.since})
+        ), allowed AS MATERIALIZED (
+          SELECT 1 FROM counts c WHERE c.plan = ${input.planCode} AND c.overrides = ${input.overrides}::jsonb
+            AND c.active < ${input.caps.active} AND c.lifetime < ${input.caps.lifetime} AND c.today < ${input.caps.perDay}
+        ), ended AS (
+          UPDATE alias_reservations SET ended_at = ${input.at}
+          WHERE id = ${input.reservationId} AND ended_at IS NULL AND expires_at > ${input.at} AND EXISTS (SELECT 1 FROM allowed)
+          RETURNING id
+        ), claimed AS (
           UPDATE aliases SET status = 'active', reservation_id = NULL, claimed_at = ${input.at}, label = ${input.label},
                  note = ${input.note}, self_destruct_at = ${input.selfDestructAt}
-          WHERE id = ${input.aliasId} AND status = 'reserved' AND reservation_id = ${input.reservationId}
-            AND EXISTS (SELECT 1 FROM alias_reservations WHERE id = ${input.reservationId} AND ended_at IS NULL)
+          WHERE id = ${input.aliasId} AND status = 'reserved' AND reservation_id = ${input.reservationId} AND EXISTS (SELECT 1 FROM ended)
           RETURNING id
-        ), ended AS (
-          UPDATE alias_reservations SET ended_at = ${input.at} WHERE id = ${input.reservationId} AND EXISTS (SELECT 1 FROM claimed)
         ), freed AS (
           DELETE FROM aliases WHERE status = 'reserved' AND reservation_id = ${input.reservationId} AND id <> ${input.aliasId}
             AND EXISTS (SELECT 1 FROM claimed)
@@ -508,17 +522,28 @@ export class Aliases extends Context.Service<Aliases, {
           UPDATE accounts SET aliases_lifetime_claimed = aliases_lifetime_claimed + 1
           WHERE id = ${input.accountId} AND EXISTS (SELECT 1 FROM claimed)
         ), event AS (${insertEventRecords(sql, [eventRecord(input.event)], sql`EXISTS (SELECT 1 FROM claimed)`)})
-        -- the notifications go out at commit; a claim that wrote nothing rolls back, and they with it
-        SELECT EXISTS (SELECT 1 FROM claimed) AS claimed, (SELECT count(*) FROM pg_notify(${OutboxChannel}, '')) AS notified,
-               ${changesFragment(sql, [{ accountId: input.accountId, type: "alias.claimed", aliasId: input.aliasId }])} AS published`.pipe(
-        Effect.flatMap(decodeRows(Schema.Struct({ claimed: Schema.Boolean }))),
-        Effect.map(([row]) => row?.claimed === true)
+        SELECT EXISTS (SELECT 1 FROM claimed) AS claimed,
+               c.plan = ${input.planCode} AND c.overrides = ${input.overrides}::jsonb AS same_plan, c.active, c.today, c.lifetime,
+               -- the notifications go out at the commit, and only for a claim
+               (SELECT count(*) FROM pg_notify(${OutboxChannel}, '') WHERE EXISTS (SELECT 1 FROM claimed)) AS notified,
+               ${changesFragment(sql, [{ accountId: input.accountId, type: "alias.claimed", aliasId: input.aliasId }], sql`EXISTS (SELECT 1 FROM claimed)`)} AS published
+        FROM counts c`.pipe(
+        Effect.flatMap(decodeRows(Schema.Struct({
+          claimed: Schema.Boolean,
+          same_plan: Schema.Boolean,
+          active: Schema.Int,
+          today: Schema.Int,
+          lifetime: Schema.Int
+        }))),
+        Effect.flatMap(([row]) => row === undefined ? Effect.die(new Error(`account ${input.accountId} not found`)) : Effect.succeed(row))
       )
 
     /**
-     * A claim: decided and written in one transaction under the account's alias counts lock
-     * (claims, resumes and plan changes count active aliases under it), in two statements, so
-     * claims of one account queue for as little as possible; the alias is read back after the commit.
+     * A claim: what no other claim changes is read first, without a lock; the counting rules are
+     * decided and the claim written in one statement under the account's alias counts lock
+     * (claims, resumes and plan changes count active aliases under it), so claims of one account
+     * queue only for that statement; the alias is read back after the commit. A plan change
+     * between the two reads decides again on the new plan.
      */
     const claim = Effect.fn("Aliases.claim")(function*(accountId: number, input: {
       aliasId: number
@@ -530,41 +555,34 @@ export class Aliases extends Context.Service<Aliases, {
       const at = yield* now
       const selfDestructAt = input.selfDestructAt === undefined || input.selfDestructAt === null ? null : new Date(input.selfDestructAt)
       const dayStart = startOfUtcDay(at)
-      const claimedId = yield* sql.withTransaction(Effect.gen(function*() {
-        yield* lockAccountFor(sql, "aliasCounts", accountId)
-        const facts = yield* claimFacts({ accountId, digest: tokenDigest(input.reservationToken), aliasId: input.aliasId, since: dayStart })
-        if (facts.reservation_id === null || facts.ended_at !== null || facts.expires_at === null || facts.expires_at <= at) {
+      const decide = Effect.gen(function*() {
+        const target = yield* claimTarget({ accountId, digest: tokenDigest(input.reservationToken), aliasId: input.aliasId })
+        if (target.reservation_id === null || target.ended_at !== null || target.expires_at === null || target.expires_at <= at) {
           return yield* Effect.fail(new ReservationUnavailable())
         }
-        if (facts.candidate_id === null || facts.domain_id === null || facts.local_part === null || facts.domain_name === null) {
+        if (target.candidate_id === null || target.domain_id === null || target.local_part === null || target.domain_name === null) {
           return yield* Effect.fail(new CandidateNotReserved({ aliasId: input.aliasId }))
         }
-        const plan = facts.plan
-        if (facts.tier === "premium_only" && !plan.earlyAccessDomains) {
+        const plan = target.plan
+        if (target.tier === "premium_only" && !plan.earlyAccessDomains) {
           return yield* Effect.fail(new FeatureNotInPlan({ feature: "earlyAccessDomains" }))
         }
-        if (facts.state !== "active") return yield* Effect.fail(new DomainRetired({ domainId: facts.domain_id }))
+        if (target.state !== "active") return yield* Effect.fail(new DomainRetired({ domainId: target.domain_id }))
         if (selfDestructAt !== null) {
           if (!plan.selfDestructTimers) return yield* Effect.fail(new FeatureNotInPlan({ feature: "selfDestructTimers" }))
           if (!(selfDestructAt > at)) return yield* Effect.fail(new SelfDestructNotInFuture({ selfDestructAt: input.selfDestructAt! }))
         }
-        if (facts.active >= plan.activeAliasCap) {
-          return yield* Effect.fail(new ActiveAliasCapReached({ limit: plan.activeAliasCap }))
-        }
-        if (facts.aliases_lifetime_claimed >= plan.aliasLifetimeCap) {
-          return yield* Effect.fail(new AliasLifetimeCapReached({ limit: plan.aliasLifetimeCap }))
-        }
-        if (facts.today >= plan.claimsPerDay) {
-          const retryAfter = Math.ceil((dayStart.getTime() + 86_400_000 - at.getTime()) / 1000)
-          return yield* Effect.fail(new DailyClaimLimitReached({ limit: plan.claimsPerDay, retryAfter }))
-        }
         const label = input.label ?? null
-        const alias: EventAlias = { id: facts.candidate_id, address: `${facts.local_part}@${facts.domain_name}`, label }
-        const claimed = yield* claimWrites({
+        const alias: EventAlias = { id: target.candidate_id, address: `${target.local_part}@${target.domain_name}`, label }
+        const outcome = yield* claimStatement({
           accountId,
-          aliasId: facts.candidate_id,
-          reservationId: facts.reservation_id,
+          aliasId: target.candidate_id,
+          reservationId: target.reservation_id,
           at,
+          since: dayStart,
+          planCode: target.plan_code,
+          overrides: target.overrides,
+          caps: { active: plan.activeAliasCap, lifetime: plan.aliasLifetimeCap, perDay: plan.claimsPerDay },
           label,
           note: input.note ?? null,
           selfDestructAt,
@@ -576,10 +594,23 @@ export class Aliases extends Context.Service<Aliases, {
             data: { alias, claimed_at: at.toISOString(), ...(selfDestructAt ? { self_destruct_at: selfDestructAt.toISOString() } : {}) }
           }
         })
-        if (!claimed) return yield* Effect.fail(new ReservationUnavailable())
-        return facts.candidate_id
-      })).pipe(Effect.catchTag(["SqlError", "SchemaError", "NoSuchElementError"], Effect.die))
-      return toAlias(yield* owned(accountId, claimedId).pipe(Effect.orDie))
+        if (outcome.claimed) return Option.some(target.candidate_id)
+        if (!outcome.same_plan) return Option.none<number>()
+        if (outcome.active >= plan.activeAliasCap) return yield* Effect.fail(new ActiveAliasCapReached({ limit: plan.activeAliasCap }))
+        if (outcome.lifetime >= plan.aliasLifetimeCap) return yield* Effect.fail(new AliasLifetimeCapReached({ limit: plan.aliasLifetimeCap }))
+        if (outcome.today >= plan.claimsPerDay) {
+          const retryAfter = Math.ceil((dayStart.getTime() + 86_400_000 - at.getTime()) / 1000)
+          return yield* Effect.fail(new DailyClaimLimitReached({ limit: plan.claimsPerDay, retryAfter }))
+        }
+        return yield* Effect.fail(new ReservationUnavailable())
+      })
+      // The plan changed between the two reads (rare): decide again on the new one.
+      let claimedId = Option.none<number>()
+      for (let round = 0; Option.isNone(claimedId); round++) {
+        if (round === 5) return yield* Effect.die(new Error(`the plan of account ${accountId} kept changing during a claim`))
+        claimedId = yield* decide.pipe(Effect.catchTag(["SqlError", "SchemaError", "NoSuchElementError"], Effect.die))
+      }
+      return toAlias(yield* owned(accountId, claimedId.value).pipe(Effect.orDie))
     })
 
     /** Moves a locked alias to `to`; inside the caller's transaction. */

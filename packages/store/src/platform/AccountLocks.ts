@@ -16,6 +16,9 @@ export type AccountLock = "reservations" | "aliasCounts"
 /** The first key of each lock (the second is the account id). */
 const LockSpaces: Record<AccountLock, number> = { reservations: 0x62627201, aliasCounts: 0x62627202 }
 
+/** The first key of `lock`, for the database functions that take it themselves (migration 0024). */
+export const accountLockSpace = (lock: AccountLock) => LockSpaces[lock]
+
 /** Takes `lock` for the account until the caller's transaction ends (waiting for another holder). */
 export const lockAccountFor = (sql: SqlClient.SqlClient, lock: AccountLock, accountId: number) =>
   sql`SELECT pg_advisory_xact_lock(${LockSpaces[lock]}::int4, ${accountId}::int4)`

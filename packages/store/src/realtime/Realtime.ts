@@ -80,11 +80,12 @@ export const publishFragment = (sql: SqlClient.SqlClient, status: MailEvent["sta
 
 /**
  * The select-list item that publishes `changes` from the writer's own statement (at commit;
- * nothing when its transaction rolls back).
+ * nothing when its transaction rolls back), those `where` keeps (a condition on the statement's
+ * own steps: nothing is published when it is false).
  */
-export const changesFragment = (sql: SqlClient.SqlClient, changes: ReadonlyArray<ChangeEvent>): Statement.Fragment =>
+export const changesFragment = (sql: SqlClient.SqlClient, changes: ReadonlyArray<ChangeEvent>, where: Statement.Fragment = sql`true`): Statement.Fragment =>
   sql`(SELECT count(*) FROM json_array_elements(${JSON.stringify(changes.map((change) => ({ ...change, id: newId() })))}::json) AS c
-       CROSS JOIN LATERAL pg_notify(${RealtimeChannel}, c::text) AS n)`
+       CROSS JOIN LATERAL pg_notify(${RealtimeChannel}, c::text) AS n WHERE ${where})`
 
 /**
  * The statement that publishes `changes` (at commit, when inside a transaction): for writers
