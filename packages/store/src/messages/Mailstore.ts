@@ -272,7 +272,10 @@ export class Mailstore extends Context.Service<Mailstore, {
     /** The set-based statement cannot take this batch (a plan changed, eviction is needed, it failed). */
     class NotSetBased {
       readonly _tag = "NotSetBased"
-      /** Only a plan differed from what the statement assumed: the statement may try again. */
+      /**
+       * The statement may try again: only a plan differed from what it assumed, or it was chosen
+       * as a deadlock's victim (rolled back whole; batches of one account meeting under load).
+       */
       readonly stalePlan: boolean
       constructor(stalePlan: boolean) {
         this.stalePlan = stalePlan
@@ -354,9 +357,13 @@ export class Mailstore extends Context.Service<Mailstore, {
         rows.forEach((r, i) => accepted[r.n - 1]!.push({ id: idOf.get(i + 1)!, aliasId: r.delivery.aliasId, receivedAt: at, expiresAt: r.expiresAt }))
         return accepted.map((list) => Result.succeed(list as ReadonlyArray<Accepted>))
       }).pipe(Effect.catchTag("SqlError", (error) =>
-        Effect.logWarning("group commit: the set-based statement failed; the batch is stored message by message", error).pipe(
-          Effect.andThen(Effect.fail(new NotSetBased(false)))
-        )))
+        error.cause._tag === "DeadlockError"
+          ? Effect.logDebug("group commit: the set-based statement was a deadlock's victim; it runs again").pipe(
+            Effect.andThen(Effect.fail(new NotSetBased(true)))
+          )
+          : Effect.logWarning("group commit: the set-based statement failed; the batch is stored message by message", error).pipe(
+            Effect.andThen(Effect.fail(new NotSetBased(false)))
+          )))
 
     /**
      * Group commit: accepts arriving together share one transaction (and one WAL flush).
