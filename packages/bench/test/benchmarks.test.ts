@@ -87,6 +87,11 @@ const benchmarks: ReadonlyArray<Benchmark> = [
     script: "bench:export",
     env: { EXPORT_MESSAGES: "200", EXPORT_BIG_BYTES: "4194304", EXPORT_BIG_SIZE: "65536" },
     table: /^\| export +\| +messages \|/m
+  },
+  {
+    script: "bench:ingest-cost",
+    env: { COST_MESSAGES: "100", COST_SESSIONS: "2", COST_GENERATOR: "node" },
+    table: /^\| statement +\| +calls \| +exec ms\/msg \|/m
   }
 ]
 

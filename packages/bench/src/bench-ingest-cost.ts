@@ -1,0 +1,208 @@
+/**
+ * Where each message's cost goes (#36 item 1): `burnbox start` on the embedded PostgreSQL takes
+ * a load of 5 KB messages to one alias from Postfix smtp-source (-d, 16 sessions) and processes
+ * it; this prints, per message, side by side with the message's own raw size as the reference:
+ * - CPU of the service's node process and of its PostgreSQL (all backends), load and drain;
+ * - WAL written (pg_stat_wal: bytes, records, full-page images) and WAL fsyncs per second;
+ * - each statement's share of PostgreSQL's execution time and of the WAL (pg_stat_statements,
+ *   loaded at a restart of the service with `shared_preload_libraries`);
+ * - disk: each table's growth (heap, TOAST, indexes) and large objects, over the raw bytes.
+ *
+ * Usage: pnpm bench:ingest-cost
+ * Environment: COST_MESSAGES (20000), COST_SESSIONS (16), COST_SIZE (smtp-source -l, 5000), COST_GENERATOR
+ * (`node`: this script's own SMTP client even where smtp-source is installed; it is used without Postfix).
+ */
+import { readdirSync, readFileSync } from "node:fs"
+import { cpus } from "node:os"
+import { cpuSnapshot, envInt, fmt, loadAverage, table, waitFor } from "./lib/common.ts"
+import { Burnbox, type PgClient, Session } from "./lib/burnbox.ts"
+import { findTools, messageFactory, postfixHint, runSmtpLoad, runSmtpSource } from "./lib/smtp.ts"
+
+const messages = envInt("COST_MESSAGES", 20_000, 100)
+const sessions = envInt("COST_SESSIONS", 16, 1)
+const size = envInt("COST_SIZE", 5_000, 100)
+
+const session = new Session("bench:ingest-cost")
+const log = session.log
+
+/** Each table's bytes (heap with TOAST, indexes) and the large objects'. */
+const relationSizes = async (db: PgClient): Promise<Map<string, { heap: number; index: number }>> => {
+  const rows = await db.query<{ name: string; heap: string; index: string }>(`
+    SELECT c.relname AS name, (pg_table_size(c.oid))::text AS heap, (pg_indexes_size(c.oid))::text AS index
+    FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+    WHERE c.relkind IN ('r', 'p') AND (n.nspname = 'public' OR c.relname = 'pg_largeobject')`)
+  return new Map(rows.rows.map((r) => [r.name, { heap: Number(r.heap), index: Number(r.index) }]))
+}
+
+interface WalStats {
+  readonly bytes: number
+  readonly records: number
+  readonly fpi: number
+  readonly fsyncs: number
+}
+
+/** pg_stat_wal, with WAL fsyncs from pg_stat_io where PostgreSQL keeps them (18) or pg_stat_wal (older). */
+const walStats = async (db: PgClient): Promise<WalStats> => {
+  const wal = (await db.query<{ wal_bytes: string; wal_records: string; wal_fpi: string }>(
+    "SELECT wal_bytes::text, wal_records::text, wal_fpi::text FROM pg_stat_wal"
+  )).rows[0]!
+  let fsyncs = 0
+  try {
+    fsyncs = Number((await db.query<{ n: string }>("SELECT coalesce(sum(fsyncs), 0)::text AS n FROM pg_stat_io WHERE object = 'wal'")).rows[0]!.n)
+  } catch {
+    fsyncs = Number((await db.query<{ n: string }>("SELECT wal_sync::text AS n FROM pg_stat_wal")).rows[0]!.n)
+  }
+  return { bytes: Number(wal.wal_bytes), records: Number(wal.wal_records), fpi: Number(wal.wal_fpi), fsyncs }
+}
+
+/** CPU seconds of the PostgreSQL processes (the postmaster, its live children and the reaped ones). */
+const postgresCpuSeconds = (postmasterPid: number | undefined): number => {
+  if (postmasterPid === undefined) return 0
+  const ticks = 100
+  const stat = (pid: number) => {
+    try {
+      const text = readFileSync(`/proc/${pid}/stat`, "utf8")
+      const fields = text.slice(text.lastIndexOf(")") + 2).split(" ")
+      return { ppid: Number(fields[1]), own: Number(fields[11]) + Number(fields[12]), reaped: Number(fields[13]) + Number(fields[14]) }
+    } catch {
+      return undefined
+    }
+  }
+  const root = stat(postmasterPid)
+  if (root === undefined) return 0
+  let total = root.own + root.reaped
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue
+    const s = stat(Number(entry))
+    if (s !== undefined && s.ppid === postmasterPid) total += s.own
+  }
+  return total / ticks
+}
+
+const main = async (): Promise<number> => {
+  const found = findTools().smtpSource
+  if (found === undefined) log(`${postfixHint} The load is sent by this script's own SMTP client instead.`)
+  const tools = { smtpSource: process.env["COST_GENERATOR"] === "node" ? undefined : found }
+  const generator = tools.smtpSource === undefined ? "this script's SMTP client" : "smtp-source -d"
+  const burnbox = await Burnbox.create(session, { logName: "ingest-cost" })
+  await burnbox.start()
+  // pg_stat_statements needs loading at PostgreSQL's start: set it, and start the service again.
+  const setup = await burnbox.db()
+  await setup.query("ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'")
+  await setup.query("ALTER SYSTEM SET pg_stat_statements.track = 'all'")
+  await burnbox.closeDb(setup)
+  await burnbox.stop()
+  await burnbox.start()
+  const db = await burnbox.db()
+  await db.query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+  const version = (await db.query<{ v: string }>("SELECT current_setting('server_version') AS v")).rows[0]!.v
+  const settings = (await db.query<{ name: string; setting: string }>(
+    "SELECT name, setting FROM pg_settings WHERE name IN ('synchronous_commit', 'fsync', 'wal_compression', 'full_page_writes', 'default_toast_compression')"
+  )).rows.map((r) => `${r.name}=${r.setting}`).join(", ")
+
+  const token = await burnbox.setupAccount("cost@bench.test")
+  const alias = await burnbox.claimAlias(token)
+  const pending = async () => Number((await db.query<{ n: string }>(
+    "SELECT count(*)::text AS n FROM messages WHERE processing_status NOT IN ('processed', 'failed')"
+  )).rows[0]!.n)
+
+  /** Sends `count` messages over `connections` persistent sessions; answers the wall seconds to the last reply. */
+  const send = async (count: number, connections: number): Promise<number> => {
+    if (tools.smtpSource !== undefined) {
+      const args = ["-d", "-s", String(connections), "-m", String(count), "-l", String(size), "-f", "sender@bench.test", "-t", alias.address, `127.0.0.1:${burnbox.smtpPort}`]
+      const run = await runSmtpSource(session, tools.smtpSource, args, 30 * 60_000)
+      if (run.exitCode !== 0) throw new Error(`smtp-source failed: ${run.output}`)
+      return run.seconds
+    }
+    const { make } = messageFactory({ from: "sender@bench.test", to: alias.address, size, tag: "cost" })
+    const result = await runSmtpLoad({ port: burnbox.smtpPort, connections, sourceAddresses: 0, make, messages: count, timeoutMs: 30 * 60_000 })
+    if (result.accepted !== count) throw new Error(`${count - result.accepted} of ${count} messages were not accepted`)
+    return (result.endedAt - result.startedAt) / 1000
+  }
+
+  // A warm-up (the plan cache, the first pages of each table), then the clean slate for the counters.
+  await send(Math.min(200, messages), 4)
+  await waitFor(async () => (await pending()) === 0 || undefined, 120_000, "the warm-up processed")
+  await db.query("CHECKPOINT")
+  await db.query("SELECT pg_stat_statements_reset()")
+  const sizesBefore = await relationSizes(db)
+  const walBefore = await walStats(db)
+  const countBefore = Number((await db.query<{ n: string }>("SELECT count(*)::text AS n FROM messages")).rows[0]!.n)
+  const rawBefore = Number((await db.query<{ n: string }>("SELECT coalesce(sum(size_bytes), 0)::text AS n FROM messages")).rows[0]!.n)
+  const pgBefore = postgresCpuSeconds(burnbox.postmasterPid())
+  const load = `load average ${loadAverage()}`
+  log(`loading ${messages} messages of ${size} bytes over ${sessions} sessions (${load})`)
+
+  const cpuStart = cpuSnapshot(burnbox.pid)
+  const source = { seconds: await send(messages, sessions) }
+  const cpuLoaded = cpuSnapshot(burnbox.pid)
+  const pgLoaded = postgresCpuSeconds(burnbox.postmasterPid())
+  const walLoaded = await walStats(db)
+  const drainStarted = performance.now()
+  await waitFor(async () => (await pending()) === 0 || undefined, 30 * 60_000, "the load processed", 200)
+  const drainSeconds = (performance.now() - drainStarted) / 1000
+  const cpuEnd = cpuSnapshot(burnbox.pid)
+  const pgEnd = postgresCpuSeconds(burnbox.postmasterPid())
+  const walAfter = await walStats(db)
+  await db.query("CHECKPOINT")
+  const sizesAfter = await relationSizes(db)
+  const stored = Number((await db.query<{ n: string }>("SELECT count(*)::text AS n FROM messages")).rows[0]!.n) - countBefore
+  const rawBytes = Number((await db.query<{ n: string }>("SELECT coalesce(sum(size_bytes), 0)::text AS n FROM messages")).rows[0]!.n) - rawBefore
+  const rawPerMessage = rawBytes / stored
+  const statements = (await db.query<{ query: string; calls: string; ms: string; wal: string; rows: string }>(`
+    SELECT query, calls::text, total_exec_time::text AS ms, wal_bytes::text AS wal, rows::text
+    FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+    ORDER BY total_exec_time DESC`)).rows
+
+  const nodeSeconds = (a: ReturnType<typeof cpuSnapshot>, b: ReturnType<typeof cpuSnapshot>) => (b.server.root - a.server.root) / 100
+  const loadedNode = nodeSeconds(cpuStart, cpuLoaded)
+  const drainNode = nodeSeconds(cpuLoaded, cpuEnd)
+  const perMsg = (seconds: number) => fmt((seconds * 1000) / stored, 3)
+  const out: Array<string> = []
+  out.push(`bench:ingest-cost: ${stored} messages of ${fmt(rawPerMessage)} raw bytes to one alias, ${generator}, ${sessions} sessions; PostgreSQL ${version} (${settings})`)
+  out.push(`${load} at the start; ${cpus().length} cores`)
+  out.push("")
+  out.push(table(["", "load (to the last 250)", "drain (the pipeline's backlog)", "whole"], [
+    ["wall s", fmt(source.seconds, 1), fmt(drainSeconds, 1), fmt(source.seconds + drainSeconds, 1)],
+    ["msg/s accepted", fmt(stored / source.seconds), "", ""],
+    ["node CPU ms/msg", perMsg(loadedNode), perMsg(drainNode), perMsg(loadedNode + drainNode)],
+    ["PostgreSQL CPU ms/msg", perMsg(pgLoaded - pgBefore), perMsg(pgEnd - pgLoaded), perMsg(pgEnd - pgBefore)],
+    ["WAL bytes/msg (raw bytes/msg: " + fmt(rawPerMessage) + ")", fmt((walLoaded.bytes - walBefore.bytes) / stored), fmt((walAfter.bytes - walLoaded.bytes) / stored), `${fmt((walAfter.bytes - walBefore.bytes) / stored)} (${fmt((walAfter.bytes - walBefore.bytes) / rawBytes, 2)}x raw)`],
+    ["WAL records/msg", fmt((walLoaded.records - walBefore.records) / stored, 1), fmt((walAfter.records - walLoaded.records) / stored, 1), fmt((walAfter.records - walBefore.records) / stored, 1)],
+    ["WAL full-page images/msg", fmt((walLoaded.fpi - walBefore.fpi) / stored, 2), fmt((walAfter.fpi - walLoaded.fpi) / stored, 2), fmt((walAfter.fpi - walBefore.fpi) / stored, 2)],
+    ["WAL fsyncs/s", fmt((walLoaded.fsyncs - walBefore.fsyncs) / source.seconds), fmt((walAfter.fsyncs - walLoaded.fsyncs) / Math.max(drainSeconds, 0.001)), ""],
+    ["messages per WAL fsync", fmt(stored / Math.max(1, walLoaded.fsyncs - walBefore.fsyncs), 1), "", ""]
+  ]))
+  out.push("")
+  const totalMs = statements.reduce((sum, s) => sum + Number(s.ms), 0)
+  const totalWal = statements.reduce((sum, s) => sum + Number(s.wal), 0)
+  out.push(`PostgreSQL's statements (pg_stat_statements), by execution time; per message = over the ${stored} messages:`)
+  out.push(table(["statement", "calls", "exec ms/msg", "share of exec", "WAL bytes/msg", "share of WAL"], statements.slice(0, 14).map((s) => [
+    s.query.replace(/\s+/g, " ").trim().slice(0, 70),
+    fmt(Number(s.calls)),
+    fmt(Number(s.ms) / stored, 3),
+    `${fmt((100 * Number(s.ms)) / totalMs, 1)} %`,
+    fmt(Number(s.wal) / stored),
+    `${fmt((100 * Number(s.wal)) / Math.max(1, totalWal), 1)} %`
+  ])))
+  out.push("")
+  const growth = [...sizesAfter].map(([name, after]) => {
+    const before = sizesBefore.get(name) ?? { heap: 0, index: 0 }
+    return { name, heap: after.heap - before.heap, index: after.index - before.index }
+  }).filter((g) => g.heap + g.index > 0).sort((a, b) => (b.heap + b.index) - (a.heap + a.index))
+  const grown = growth.reduce((sum, g) => sum + g.heap + g.index, 0)
+  out.push(`Disk: growth of each table (heap with TOAST, and its indexes) per message, against the raw ${fmt(rawPerMessage)} bytes:`)
+  out.push(table(["table", "heap+TOAST B/msg", "indexes B/msg", "x raw"], [
+    ...growth.slice(0, 14).map((g) => [g.name, fmt(g.heap / stored), fmt(g.index / stored), fmt((g.heap + g.index) / rawBytes, 2)]),
+    ["all tables", "", "", `${fmt(grown / stored)} B/msg = ${fmt(grown / rawBytes, 2)}x`]
+  ]))
+  out.push("")
+  out.push("Method: one run; CPU from /proc (node: the service's process; PostgreSQL: the postmaster, its live children and the")
+  out.push("reaped ones). The counters start after a 200-message warm-up and a CHECKPOINT; sizes after a CHECKPOINT at the end.")
+  out.push("WAL the size of the raw bytes is the floor for storing them in PostgreSQL's heap (once, uncompressed). smtp-source's")
+  out.push("bodies repeat one line, so they compress far better than real mail: message_raw's bytes here are a lower bound.")
+  process.stdout.write(out.join("\n") + "\n")
+  return 0
+}
+
+await session.run(40 * 60_000, main)
