@@ -649,15 +649,17 @@ export class Aliases extends Context.Service<Aliases, {
       return yield* sql.withTransaction(Effect.gen(function*() {
         // A resume counts active aliases: the alias counts lock comes before the alias row's.
         if (to === "resume") yield* entitlementsOf(accountId)
-        yield* owned(accountId, id, true)
-        if (input.label !== undefined || input.note !== undefined) {
+        const locked = yield* owned(accountId, id, true)
+        const relabelled = input.label !== undefined || input.note !== undefined
+        if (relabelled) {
           yield* sql`
             UPDATE aliases SET
               label = CASE WHEN ${input.label !== undefined} THEN ${input.label ?? null}::text ELSE label END,
               note = CASE WHEN ${input.note !== undefined} THEN ${input.note ?? null}::text ELSE note END
             WHERE id = ${id}`.pipe(Effect.orDie)
         }
-        if (to !== undefined) yield* applyTransition(accountId, yield* owned(accountId, id), to, at)
+        // The transition's event carries the label as it is now: read again only when it changed.
+        if (to !== undefined) yield* applyTransition(accountId, relabelled ? yield* owned(accountId, id) : locked, to, at)
         return toAlias(yield* owned(accountId, id))
       })).pipe(Effect.catchTag("SqlError", Effect.die))
     })
@@ -669,13 +671,18 @@ export class Aliases extends Context.Service<Aliases, {
 
     const transition = (accountId: number, id: number, to: Transition) => changeTo(accountId, id, {}, to)
 
+    /**
+     * Burns a locked alias in one statement: the alias, its standing shares end, the event is
+     * appended and the outbox and realtime notified (at the caller's commit).
+     */
     const burn = (row: Row, at: Date) =>
-      Effect.gen(function*() {
-        yield* sql`UPDATE aliases SET status = 'burned', burned_at = ${at}, plan_paused = false WHERE id = ${row.id}`.pipe(Effect.orDie)
-        yield* endSharesOfBurned(sql, row.id, at).pipe(Effect.orDie)
-        yield* appendEvent(sql, { accountId: row.account_id, alias: eventAlias(row), type: "alias.burned", time: at, data: { alias: eventAlias(row), burned_at: at.toISOString() } })
-        yield* notifyChanges(sql, [{ accountId: row.account_id, type: "alias.burned", aliasId: row.id }])
-      })
+      sql`
+        WITH burned AS (
+          UPDATE aliases SET status = 'burned', burned_at = ${at}, plan_paused = false WHERE id = ${row.id}
+        ), shares_ended AS (${endSharesOfBurned(sql, row.id, at)}
+        ), event AS (${insertEventRecords(sql, [eventRecord({ accountId: row.account_id, alias: eventAlias(row), type: "alias.burned", time: at, data: { alias: eventAlias(row), burned_at: at.toISOString() } })])})
+        SELECT (SELECT count(*) FROM pg_notify(${OutboxChannel}, '')) AS notified,
+               ${changesFragment(sql, [{ accountId: row.account_id, type: "alias.burned", aliasId: row.id }])} AS published`.pipe(Effect.orDie, Effect.asVoid)
 
     const setTimer = Effect.fn("Aliases.setTimer")(function*(accountId: number, id: number, atInput: string) {
       const at = yield* now

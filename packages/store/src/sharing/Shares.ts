@@ -71,7 +71,7 @@ export const standingShare = (row: string) => `${row}.status IN ('pending', 'act
 export const endSharesOfBurned = (sql: SqlClient.SqlClient, aliasId: number, at: Date) =>
   sql`
     UPDATE shares s SET status = 'ended', ended_at = ${at}, ended_by = 'burn'
-    WHERE s.alias_id = ${aliasId} AND ${sql.literal(standingShare("s"))}`.pipe(Effect.asVoid)
+    WHERE s.alias_id = ${aliasId} AND ${sql.literal(standingShare("s"))}`
 
 export class Shares extends Context.Service<Shares, {
   /** POST /aliases/{id}/shares: the owner invites the account with `email`. */
