@@ -125,7 +125,7 @@ describe("aliasLifetimeCap (spec 4.3: 409)", () => {
 
   it("free stops at 50 claims in all", async () => {
     const session = await h.signup()
-    await h.query("UPDATE accounts SET aliases_lifetime_claimed = 49 WHERE id = $1", [session.accountId])
+    await h.query("INSERT INTO alias_claim_counts (account_id, lifetime) VALUES ($1, 49) ON CONFLICT (account_id) DO UPDATE SET lifetime = 49", [session.accountId])
     await claimNew(session)
     expect(await me(session)).toMatchObject({ aliasesLifetimeClaimed: 50 })
     expectRefused(await claim(session), 409)

@@ -1,3 +1,14 @@
+-- Lifetime claims are counted in a row of their own, not on the account's row: storing mail
+-- updates that row for every batch, and a claim that waited for it did so holding the account's
+-- alias counts lock, so every other claim of the account waited too.
+CREATE TABLE alias_claim_counts (
+  account_id integer PRIMARY KEY REFERENCES accounts ON DELETE CASCADE,
+  lifetime integer NOT NULL
+);
+INSERT INTO alias_claim_counts (account_id, lifetime)
+  SELECT id, aliases_lifetime_claimed FROM accounts WHERE aliases_lifetime_claimed > 0;
+ALTER TABLE accounts DROP COLUMN aliases_lifetime_claimed;
+
 -- A claim's counting rules (active aliases, claims today, lifetime claims, under the plan the
 -- account has) are read under the account's `aliasCounts` advisory lock (platform/AccountLocks.ts
 -- passes its key space). This function takes the lock and then reads them: a VOLATILE function's
@@ -13,7 +24,7 @@ BEGIN
   RETURN QUERY
     SELECT (SELECT count(*)::int FROM aliases WHERE account_id = a.id AND status = 'active'),
            (SELECT count(*)::int FROM aliases WHERE account_id = a.id AND claimed_at >= since),
-           a.aliases_lifetime_claimed, a.plan, a.overrides
+           coalesce((SELECT c.lifetime FROM alias_claim_counts c WHERE c.account_id = a.id), 0), a.plan, a.overrides
     FROM accounts a WHERE a.id = account;
 END
 $$;

@@ -245,8 +245,8 @@ export const loadMessages = async (db: PgClient, corpus: Corpus, o: LoadOptions)
       [aliasRows.map((r) => r.account), aliasRows.map((r) => r.n), o.domainId]
     ), (r) => r.rowCount ?? 0)
   await db.query(
-    `UPDATE accounts a SET aliases_lifetime_claimed = c.n
-     FROM (SELECT account_id, count(*)::int AS n FROM aliases GROUP BY account_id) c WHERE a.id = c.account_id`
+    `INSERT INTO alias_claim_counts (account_id, lifetime) SELECT account_id, count(*)::int FROM aliases GROUP BY account_id
+     ON CONFLICT (account_id) DO UPDATE SET lifetime = excluded.lifetime`
   )
 
   // Pools as temporary tables (this session only), joined by hash on a hashed index per message.

@@ -127,7 +127,8 @@ export class Accounts extends Context.Service<Accounts, {
     const select = (where: Statement.Fragment) =>
       sql`
         SELECT a.id, a.email, a.password_hash, a.plan, a.is_admin, a.handle, a.mailbox_density, a.push_enabled, a.push_nudge_dismissed,
-               a.storage_used_bytes::float8 AS storage_used_bytes, a.aliases_lifetime_claimed,
+               a.storage_used_bytes::float8 AS storage_used_bytes,
+               coalesce((SELECT c.lifetime FROM alias_claim_counts c WHERE c.account_id = a.id), 0) AS aliases_lifetime_claimed,
                ${activeAliasCount(sql)} AS active_alias_count,
                ${entitlements.column("a")} AS plan_entitlements, a.overrides
         FROM accounts a

@@ -260,7 +260,9 @@ export class Aliases extends Context.Service<Aliases, {
       Request: Schema.Int,
       Result: AccountPlanRow,
       execute: (accountId) =>
-        sql`SELECT ${entitlements.column("a")} AS plan, a.aliases_lifetime_claimed FROM accounts a WHERE a.id = ${accountId}`
+        sql`SELECT ${entitlements.column("a")} AS plan,
+                   coalesce((SELECT c.lifetime FROM alias_claim_counts c WHERE c.account_id = a.id), 0) AS aliases_lifetime_claimed
+            FROM accounts a WHERE a.id = ${accountId}`
     })
     /**
      * The owner's plan and lifetime claims, read under the account's alias counts lock (held until
@@ -519,8 +521,8 @@ export class Aliases extends Context.Service<Aliases, {
           DELETE FROM aliases WHERE status = 'reserved' AND reservation_id = ${input.reservationId} AND id <> ${input.aliasId}
             AND EXISTS (SELECT 1 FROM claimed)
         ), counted AS (
-          UPDATE accounts SET aliases_lifetime_claimed = aliases_lifetime_claimed + 1
-          WHERE id = ${input.accountId} AND EXISTS (SELECT 1 FROM claimed)
+          INSERT INTO alias_claim_counts AS c (account_id, lifetime) SELECT ${input.accountId}, 1 WHERE EXISTS (SELECT 1 FROM claimed)
+          ON CONFLICT (account_id) DO UPDATE SET lifetime = c.lifetime + 1
         ), event AS (${insertEventRecords(sql, [eventRecord(input.event)], sql`EXISTS (SELECT 1 FROM claimed)`)})
         SELECT EXISTS (SELECT 1 FROM claimed) AS claimed,
                c.plan = ${input.planCode} AND c.overrides = ${input.overrides}::jsonb AS same_plan, c.active, c.today, c.lifetime,
@@ -604,11 +606,15 @@ export class Aliases extends Context.Service<Aliases, {
         }
         return yield* Effect.fail(new ReservationUnavailable())
       })
-      // The plan changed between the two reads (rare): decide again on the new one.
+      // The plan changed between the two reads (rare), or the statement was a deadlock's victim
+      // (its account row update meets mail being stored; it was rolled back whole): decide again.
       let claimedId = Option.none<number>()
       for (let round = 0; Option.isNone(claimedId); round++) {
-        if (round === 5) return yield* Effect.die(new Error(`the plan of account ${accountId} kept changing during a claim`))
-        claimedId = yield* decide.pipe(Effect.catchTag(["SqlError", "SchemaError", "NoSuchElementError"], Effect.die))
+        if (round === 5) return yield* Effect.die(new Error(`a claim of account ${accountId} could not be decided in 5 rounds`))
+        claimedId = yield* decide.pipe(
+          Effect.catchTag("SqlError", (error) => error.cause._tag === "DeadlockError" ? Effect.succeed(Option.none<number>()) : Effect.die(error)),
+          Effect.catchTag(["SchemaError", "NoSuchElementError"], Effect.die)
+        )
       }
       return toAlias(yield* owned(accountId, claimedId.value).pipe(Effect.orDie))
     })
