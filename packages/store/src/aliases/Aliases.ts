@@ -652,11 +652,12 @@ export class Aliases extends Context.Service<Aliases, {
       readonly note?: string | null | undefined
     }, to: Transition | undefined) {
       const at = yield* now
+      const relabelled = input.label !== undefined || input.note !== undefined
+      if (to === "burn" && !relabelled) return yield* burnAlone(accountId, id, at)
       return yield* sql.withTransaction(Effect.gen(function*() {
         // A resume counts active aliases: the alias counts lock comes before the alias row's.
         if (to === "resume") yield* entitlementsOf(accountId)
         const locked = yield* owned(accountId, id, true)
-        const relabelled = input.label !== undefined || input.note !== undefined
         if (relabelled) {
           yield* sql`
             UPDATE aliases SET
@@ -678,17 +679,40 @@ export class Aliases extends Context.Service<Aliases, {
     const transition = (accountId: number, id: number, to: Transition) => changeTo(accountId, id, {}, to)
 
     /**
-     * Burns a locked alias in one statement: the alias, its standing shares end, the event is
-     * appended and the outbox and realtime notified (at the caller's commit).
+     * Burns the alias `row` in one statement, when it is still as read (its status and label: the
+     * event carries the label): the alias, its standing shares end, the event is appended, and the
+     * outbox and realtime are notified at the commit. Answers whether it burned; under the row's
+     * lock it always does.
      */
     const burn = (row: Row, at: Date) =>
       sql`
         WITH burned AS (
-          UPDATE aliases SET status = 'burned', burned_at = ${at}, plan_paused = false WHERE id = ${row.id}
-        ), shares_ended AS (${endSharesOfBurned(sql, row.id, at)}
-        ), event AS (${insertEventRecords(sql, [eventRecord({ accountId: row.account_id, alias: eventAlias(row), type: "alias.burned", time: at, data: { alias: eventAlias(row), burned_at: at.toISOString() } })])})
-        SELECT (SELECT count(*) FROM pg_notify(${OutboxChannel}, '')) AS notified,
-               ${changesFragment(sql, [{ accountId: row.account_id, type: "alias.burned", aliasId: row.id }])} AS published`.pipe(Effect.orDie, Effect.asVoid)
+          UPDATE aliases SET status = 'burned', burned_at = ${at}, plan_paused = false
+          WHERE id = ${row.id} AND status = ${row.status} AND label IS NOT DISTINCT FROM ${row.label}::text
+          RETURNING id
+        ), shares_ended AS (${endSharesOfBurned(sql, row.id, at, sql`EXISTS (SELECT 1 FROM burned)`)}
+        ), event AS (${insertEventRecords(sql, [eventRecord({ accountId: row.account_id, alias: eventAlias(row), type: "alias.burned", time: at, data: { alias: eventAlias(row), burned_at: at.toISOString() } })], sql`EXISTS (SELECT 1 FROM burned)`)})
+        SELECT EXISTS (SELECT 1 FROM burned) AS burned,
+               (SELECT count(*) FROM pg_notify(${OutboxChannel}, '') WHERE EXISTS (SELECT 1 FROM burned)) AS notified,
+               ${changesFragment(sql, [{ accountId: row.account_id, type: "alias.burned", aliasId: row.id }], sql`EXISTS (SELECT 1 FROM burned)`)} AS published`.pipe(
+        Effect.flatMap(decodeRows(Schema.Struct({ burned: Schema.Boolean }))),
+        Effect.map(([answer]) => answer?.burned === true),
+        Effect.orDie
+      )
+
+    /**
+     * A burn on its own (no relabel with it), without a transaction: the alias read, then burned in
+     * one statement if it is still as read (a pause, resume or relabel in between reads it again).
+     * A CI fleet burns an alias at the end of every job; nothing is held between the two.
+     */
+    const burnAlone = Effect.fn("Aliases.burn")(function*(accountId: number, id: number, at: Date) {
+      for (let round = 0; round < 5; round++) {
+        const row = yield* owned(accountId, id)
+        if (row.status === "burned") return toAlias(row)
+        if (yield* burn(row, at)) return toAlias(yield* owned(accountId, id))
+      }
+      return yield* Effect.die(new Error(`alias ${id} kept changing while it was burned`))
+    })
 
     const setTimer = Effect.fn("Aliases.setTimer")(function*(accountId: number, id: number, atInput: string) {
       const at = yield* now

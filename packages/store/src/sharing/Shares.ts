@@ -66,12 +66,12 @@ export const standingShare = (row: string) => `${row}.status IN ('pending', 'act
 
 /**
  * A burn ends every share of the alias (the guest is told `share_ended`, not how), in the burn's
- * transaction: a statement for the caller's SQL client.
+ * own statement (a data-modifying step of it, those `where` keeps: when the alias was burned).
  */
-export const endSharesOfBurned = (sql: SqlClient.SqlClient, aliasId: number, at: Date) =>
+export const endSharesOfBurned = (sql: SqlClient.SqlClient, aliasId: number, at: Date, where: Statement.Fragment = sql`true`) =>
   sql`
     UPDATE shares s SET status = 'ended', ended_at = ${at}, ended_by = 'burn'
-    WHERE s.alias_id = ${aliasId} AND ${sql.literal(standingShare("s"))}`
+    WHERE s.alias_id = ${aliasId} AND ${sql.literal(standingShare("s"))} AND ${where}`
 
 export class Shares extends Context.Service<Shares, {
   /** POST /aliases/{id}/shares: the owner invites the account with `email`. */
