@@ -185,6 +185,54 @@ describe("changes", () => {
   })
 })
 
+describe("updates committed together", () => {
+  /** Publishes `payloads` (Realtime's wire shape) in one statement: one commit, heard together. */
+  const publishTogether = (payloads: ReadonlyArray<object>) =>
+    h.query("SELECT count(pg_notify('burnbox_realtime', p)) FROM unnest($1::text[]) WITH ORDINALITY AS u(p, n)", [
+      payloads.map((payload) => JSON.stringify({ ...payload, id: `urn:uuid:${crypto.randomUUID()}` }))
+    ])
+
+  it("reach every subscriber whole and in order, each formatted for its own topic (an owner's and a guest's)", async () => {
+    const guest = await h.signup({ plan: "free" })
+    const alias = await claimAlias(h, who)
+    await shareMailbox(h, who, { session: guest }, { aliasId: alias.id, email: guest.email, role: "viewer" })
+    const mine = [await subscribe(h, owner, topicOf(h, owner)), await subscribe(h, owner, topicOf(h, owner))]
+    const theirs = await subscribe(h, guest, topicOf(h, guest))
+    try {
+      const ids = Array.from({ length: 50 }, (_, i) => 9_000_000 + i)
+      await publishTogether(ids.map((messageId) => ({ accountId: owner.accountId, aliasId: alias.id, messageId, status: "processed" })))
+      for (const [sse, session] of [[mine[0]!, owner], [mine[1]!, owner], [theirs, guest]] as const) {
+        await sse.next((e) => e.data.messageId === ids.at(-1))
+        const heard = sse.events.filter((e) => e.data.aliasId === alias.id && e.data.type === "message.processed")
+        expect(heard.map((e) => e.data.messageId)).toEqual(ids)
+        expect(heard.every((e) => e.data.topic === topicOf(h, session))).toBe(true)
+        expect(new Set(heard.map((e) => e.id)).size).toBe(ids.length)
+      }
+      // Each update keeps one id whoever hears it (a guest may resume from it like the owner).
+      expect(theirs.events.at(-1)!.id).toBe(mine[0]!.events.at(-1)!.id)
+    } finally {
+      for (const sse of [...mine, theirs]) sse.close()
+    }
+  })
+
+  it("a share starting ends a guest's stream right after it, even when more updates came in the same commit", async () => {
+    const guest = await h.signup({ plan: "free" })
+    const sse = await subscribe(h, guest, topicOf(h, guest))
+    try {
+      await publishTogether([
+        { accountId: guest.accountId, type: "alias.claimed", aliasId: 9_100_001 },
+        { accountId: guest.accountId, type: "share.started", aliasId: 9_100_002 },
+        { accountId: guest.accountId, type: "alias.paused", aliasId: 9_100_001 }
+      ])
+      await sse.next((e) => e.data.type === "share.started")
+      await expect(sse.next(undefined, 5000)).rejects.toThrow(/ended/)
+      expect(sse.events.map((e) => e.data.type)).toEqual(["alias.claimed", "share.started"])
+    } finally {
+      sse.close()
+    }
+  })
+})
+
 describe("across processes", () => {
   it("a change made through another process reaches this one's subscriber", async () => {
     const serve = await startHarness({}, h)
