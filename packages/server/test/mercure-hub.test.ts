@@ -185,13 +185,13 @@ describe("changes", () => {
   })
 })
 
-describe("updates committed together", () => {
-  /** Publishes `payloads` (Realtime's wire shape) in one statement: one commit, heard together. */
-  const publishTogether = (payloads: ReadonlyArray<object>) =>
-    h.query("SELECT count(pg_notify('burnbox_realtime', p)) FROM unnest($1::text[]) WITH ORDINALITY AS u(p, n)", [
-      payloads.map((payload) => JSON.stringify({ ...payload, id: `urn:uuid:${crypto.randomUUID()}` }))
-    ])
+/** Publishes `payloads` (Realtime's wire shape) in one statement: one commit, heard together. */
+const publishTogether = (payloads: ReadonlyArray<object>) =>
+  h.query("SELECT count(pg_notify('burnbox_realtime', p)) FROM unnest($1::text[]) WITH ORDINALITY AS u(p, n)", [
+    payloads.map((payload) => JSON.stringify({ ...payload, id: `urn:uuid:${crypto.randomUUID()}` }))
+  ])
 
+describe("updates committed together", () => {
   it("reach every subscriber whole and in order, each formatted for its own topic (an owner's and a guest's)", async () => {
     const guest = await h.signup({ plan: "free" })
     const alias = await claimAlias(h, who)
