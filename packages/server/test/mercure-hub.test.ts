@@ -2,9 +2,12 @@
  * The Mercure hub (issue #32, decisions.md "Realtime"): a browser session subscribes to its own
  * topic at {site_url}/.well-known/mercure and hears what changed (never a body); a reconnect
  * with Last-Event-ID receives what it missed; other topics are refused; updates published by
- * another process (its own pool and LISTEN) reach this one's subscribers.
+ * another process (its own pool and LISTEN) reach this one's subscribers. Updates committed
+ * together reach each subscriber whole (one write per pull), each with its own topic; a subscriber
+ * that stops reading is sent events.missed past Realtime's PendingLimit instead of costing memory.
  */
 import { type Caller, claimAlias, type Harness, injectMail, shareMailbox, openSse, processed, type Session, sendMail, startHarness } from "@burnbox/testkit"
+import { connect } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 
 let h: Harness
@@ -231,6 +234,51 @@ describe("updates committed together", () => {
       sse.close()
     }
   })
+})
+
+describe("a slow subscriber", () => {
+  it("whose connection is not read is sent events.missed in place of what it could not take, while one that reads hears everything", async () => {
+    const alias = await claimAlias(h, who)
+    const before = await h.realtimeSubscriptions()
+    const reading = await subscribe(h, owner, topicOf(h, owner))
+    // A browser that stopped reading: its socket's buffers fill, then the hub's writes wait.
+    const url = new URL(hubUrl(h, topicOf(h, owner)))
+    const socket = connect(Number(url.port), url.hostname)
+    const received: Array<Buffer> = []
+    socket.on("data", (chunk: Buffer) => received.push(chunk))
+    socket.write(`GET ${url.pathname}${url.search} HTTP/1.1\r\nHost: ${url.host}\r\nAccept: text/event-stream\r\nCookie: service_session=${owner.cookie}\r\n\r\n`)
+    socket.pause()
+    try {
+      await h.untilRealtimeSubscriptions(before + 2)
+      // Updates of about 1.5 KB (a change of 200 messages), in commits smaller than the limit, each
+      // heard whole by the reading subscriber before the next: about 15 MB, more than the
+      // sockets' buffers (a few MB) and the 2,000 updates a subscription holds.
+      const messageIds = Array.from({ length: 200 }, (_, i) => 8_000_000 + i)
+      const commits = 10
+      for (let commit = 0; commit < commits; commit++) {
+        await publishTogether(Array.from({ length: 1000 }, (_, i) => ({ accountId: owner.accountId, type: "message.changed", aliasId: alias.id, messageIds: [commit * 1000 + i, ...messageIds] })))
+        await reading.next((e) => e.data.messageIds?.[0] === commit * 1000 + 999, 30_000)
+      }
+      await publishTogether([{ accountId: owner.accountId, aliasId: alias.id, messageId: 8_999_999, status: "processed" }])
+      await reading.next((e) => e.data.messageId === 8_999_999, 30_000)
+      expect(reading.events.filter((e) => e.data.type === "message.changed")).toHaveLength(commits * 1000)
+      expect(reading.events.some((e) => e.data.type === "events.missed")).toBe(false)
+
+      socket.resume()
+      for (const deadline = Date.now() + 30_000; !Buffer.concat(received).includes(`"messageId":8999999`);) {
+        if (Date.now() > deadline) throw new Error("the slow subscriber never heard the last update")
+        await new Promise((resolve) => setTimeout(resolve, 50))
+      }
+      const text = Buffer.concat(received).toString("utf8")
+      expect(text).toContain(`{"topic":"${topicOf(h, owner)}","type":"events.missed"}`)
+      const changes = text.split(`"type":"message.changed"`).length - 1
+      expect(changes).toBeGreaterThan(0)
+      expect(changes).toBeLessThan(commits * 1000)
+    } finally {
+      socket.destroy()
+      reading.close()
+    }
+  }, 120_000)
 })
 
 describe("across processes", () => {
