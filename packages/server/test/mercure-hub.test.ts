@@ -2,9 +2,12 @@
  * The Mercure hub (issue #32, decisions.md "Realtime"): a browser session subscribes to its own
  * topic at {site_url}/.well-known/mercure and hears what changed (never a body); a reconnect
  * with Last-Event-ID receives what it missed; other topics are refused; updates published by
- * another process (its own pool and LISTEN) reach this one's subscribers.
+ * another process (its own pool and LISTEN) reach this one's subscribers. Updates committed
+ * together reach each subscriber whole (one write per pull), each with its own topic; a subscriber
+ * that stops reading is sent events.missed past Realtime's PendingLimit instead of costing memory.
  */
 import { type Caller, claimAlias, type Harness, injectMail, shareMailbox, openSse, processed, type Session, sendMail, startHarness } from "@burnbox/testkit"
+import { connect } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 
 let h: Harness
@@ -183,6 +186,99 @@ describe("changes", () => {
       sse.close()
     }
   })
+})
+
+/** Publishes `payloads` (Realtime's wire shape) in one statement: one commit, heard together. */
+const publishTogether = (payloads: ReadonlyArray<object>) =>
+  h.query("SELECT count(pg_notify('burnbox_realtime', p)) FROM unnest($1::text[]) WITH ORDINALITY AS u(p, n)", [
+    payloads.map((payload) => JSON.stringify({ ...payload, id: `urn:uuid:${crypto.randomUUID()}` }))
+  ])
+
+describe("updates committed together", () => {
+  it("reach every subscriber whole and in order, each formatted for its own topic (an owner's and a guest's)", async () => {
+    const guest = await h.signup({ plan: "free" })
+    const alias = await claimAlias(h, who)
+    await shareMailbox(h, who, { session: guest }, { aliasId: alias.id, email: guest.email, role: "viewer" })
+    const mine = [await subscribe(h, owner, topicOf(h, owner)), await subscribe(h, owner, topicOf(h, owner))]
+    const theirs = await subscribe(h, guest, topicOf(h, guest))
+    try {
+      const ids = Array.from({ length: 50 }, (_, i) => 9_000_000 + i)
+      await publishTogether(ids.map((messageId) => ({ accountId: owner.accountId, aliasId: alias.id, messageId, status: "processed" })))
+      for (const [sse, session] of [[mine[0]!, owner], [mine[1]!, owner], [theirs, guest]] as const) {
+        await sse.next((e) => e.data.messageId === ids.at(-1))
+        const heard = sse.events.filter((e) => e.data.aliasId === alias.id && e.data.type === "message.processed")
+        expect(heard.map((e) => e.data.messageId)).toEqual(ids)
+        expect(heard.every((e) => e.data.topic === topicOf(h, session))).toBe(true)
+        expect(new Set(heard.map((e) => e.id)).size).toBe(ids.length)
+      }
+      // Each update keeps one id whoever hears it (a guest may resume from it like the owner).
+      expect(theirs.events.at(-1)!.id).toBe(mine[0]!.events.at(-1)!.id)
+    } finally {
+      for (const sse of [...mine, theirs]) sse.close()
+    }
+  })
+
+  it("a share starting ends a guest's stream right after it, even when more updates came in the same commit", async () => {
+    const guest = await h.signup({ plan: "free" })
+    const sse = await subscribe(h, guest, topicOf(h, guest))
+    try {
+      await publishTogether([
+        { accountId: guest.accountId, type: "alias.claimed", aliasId: 9_100_001 },
+        { accountId: guest.accountId, type: "share.started", aliasId: 9_100_002 },
+        { accountId: guest.accountId, type: "alias.paused", aliasId: 9_100_001 }
+      ])
+      await sse.next((e) => e.data.type === "share.started")
+      await expect(sse.next(undefined, 5000)).rejects.toThrow(/ended/)
+      expect(sse.events.map((e) => e.data.type)).toEqual(["alias.claimed", "share.started"])
+    } finally {
+      sse.close()
+    }
+  })
+})
+
+describe("a slow subscriber", () => {
+  it("whose connection is not read is sent events.missed in place of what it could not take, while one that reads hears everything", async () => {
+    const alias = await claimAlias(h, who)
+    const before = await h.realtimeSubscriptions()
+    const reading = await subscribe(h, owner, topicOf(h, owner))
+    // A browser that stopped reading: its socket's buffers fill, then the hub's writes wait.
+    const url = new URL(hubUrl(h, topicOf(h, owner)))
+    const socket = connect(Number(url.port), url.hostname)
+    const received: Array<Buffer> = []
+    socket.on("data", (chunk: Buffer) => received.push(chunk))
+    socket.write(`GET ${url.pathname}${url.search} HTTP/1.1\r\nHost: ${url.host}\r\nAccept: text/event-stream\r\nCookie: service_session=${owner.cookie}\r\n\r\n`)
+    socket.pause()
+    try {
+      await h.untilRealtimeSubscriptions(before + 2)
+      // Updates of about 1.5 KB (a change of 200 messages), in commits smaller than the limit, each
+      // heard whole by the reading subscriber before the next: about 15 MB, more than the
+      // sockets' buffers (a few MB) and the 2,000 updates a subscription holds.
+      const messageIds = Array.from({ length: 200 }, (_, i) => 8_000_000 + i)
+      const commits = 10
+      for (let commit = 0; commit < commits; commit++) {
+        await publishTogether(Array.from({ length: 1000 }, (_, i) => ({ accountId: owner.accountId, type: "message.changed", aliasId: alias.id, messageIds: [commit * 1000 + i, ...messageIds] })))
+        await reading.next((e) => e.data.messageIds?.[0] === commit * 1000 + 999, 30_000)
+      }
+      await publishTogether([{ accountId: owner.accountId, aliasId: alias.id, messageId: 8_999_999, status: "processed" }])
+      await reading.next((e) => e.data.messageId === 8_999_999, 30_000)
+      expect(reading.events.filter((e) => e.data.type === "message.changed")).toHaveLength(commits * 1000)
+      expect(reading.events.some((e) => e.data.type === "events.missed")).toBe(false)
+
+      socket.resume()
+      for (const deadline = Date.now() + 30_000; !Buffer.concat(received).includes(`"messageId":8999999`);) {
+        if (Date.now() > deadline) throw new Error("the slow subscriber never heard the last update")
+        await new Promise((resolve) => setTimeout(resolve, 50))
+      }
+      const text = Buffer.concat(received).toString("utf8")
+      expect(text).toContain(`{"topic":"${topicOf(h, owner)}","type":"events.missed"}`)
+      const changes = text.split(`"type":"message.changed"`).length - 1
+      expect(changes).toBeGreaterThan(0)
+      expect(changes).toBeLessThan(commits * 1000)
+    } finally {
+      socket.destroy()
+      reading.close()
+    }
+  }, 120_000)
 })
 
 describe("across processes", () => {

@@ -4,7 +4,8 @@
  * addresses (the webhooks' SSRF rules) unless the test flag allows them, a mailbox's preference
  * (a guest's own), and sending: the testkit's HTTPS Receiver is the push service; the test
  * decrypts what arrives with the subscription's own keys and checks its VAPID JWT; 410 deletes
- * the subscription; the test push is queued (202), never sent in the request, and limited (429).
+ * the subscription; the test push is queued (202), never sent in the request, and limited (429);
+ * when the queue cannot take it the answer is 503 and nothing is queued.
  */
 import { createHash } from "node:crypto"
 import {
@@ -13,6 +14,7 @@ import {
   claimAlias,
   decryptPush,
   encryptPushForTest,
+  expectProblem,
   type Harness,
   injectMail,
   makeBrowserPushKeys,
@@ -243,5 +245,30 @@ describe("POST /push/subscriptions/{id}/test", () => {
     const stranger = await h.signup()
     expect((await h.request(`/push/subscriptions/${created.body.id}/test`, { method: "POST", session: stranger })).status).toBe(404)
     expect((await h.request(`/push/subscriptions/${created.body.id}/test`, { method: "POST", session, withoutCsrf: true })).status).toBe(403)
+  })
+
+  it("answers 503 push_queue_unavailable (spec 7's Problem) when the queue refuses the job, queues nothing, and 202 once it takes jobs again", async () => {
+    const session = await h.signup()
+    const created = await subscribe(h, session, endpoint())
+    const queued = async () =>
+      (await h.query<{ n: number }>("SELECT count(*)::int AS n FROM push_deliveries WHERE subscription_id = $1", [created.body.id]))[0]!.n
+    // The queue is the push_deliveries table: a real database error on its insert (here a trigger
+    // that refuses every row) is the failure the queueing transaction meets when it cannot write.
+    await h.query(`CREATE FUNCTION push_queue_down() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN RAISE EXCEPTION 'push queue unavailable (test)'; END $$`)
+    await h.query("CREATE TRIGGER push_queue_down BEFORE INSERT ON push_deliveries FOR EACH ROW EXECUTE FUNCTION push_queue_down()")
+    try {
+      const refused = await h.request(`/push/subscriptions/${created.body.id}/test`, { method: "POST", session })
+      expectProblem(refused, 503, "push_queue_unavailable")
+      expect(refused.body.error.message).toBe("The test push could not be queued; retry later.")
+      expect(await queued()).toBe(0)
+    } finally {
+      await h.query("DROP TRIGGER push_queue_down ON push_deliveries")
+      await h.query("DROP FUNCTION push_queue_down()")
+    }
+    const answer = await h.request(`/push/subscriptions/${created.body.id}/test`, { method: "POST", session })
+    expect(answer.status, answer.text).toBe(202)
+    expect(await queued()).toBe(1)
+    expect(await sender.sendDue()).toEqual(["sent"])
   })
 })

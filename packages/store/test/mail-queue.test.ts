@@ -4,7 +4,20 @@
  */
 import { assert, describe, it, layer } from "@effect/vitest"
 import { analyzeMessage, buildTestMessage, parseMessage, workedMail } from "@burnbox/domain/mail/index"
-import { ClaimTimeoutMs, EventsMissed, type Heard, JobQueue, MailQueue, Mailstore, type ProcessedMessage, Realtime, withClient } from "@burnbox/store"
+import {
+  ClaimTimeoutMs,
+  EventsMissed,
+  type Heard,
+  type HeardUpdate,
+  JobQueue,
+  MailQueue,
+  Mailstore,
+  notifyChanges,
+  PendingLimit,
+  type ProcessedMessage,
+  Realtime,
+  withClient
+} from "@burnbox/store"
 import { freshDatabase, processOn, seedAlias, TestDatabase } from "@burnbox/testkit"
 import { Clock, Deferred, Effect, Layer, Logger, Queue, type Redacted } from "effect"
 import { SqlClient } from "effect/sql"
@@ -120,6 +133,29 @@ layer(Queues)("MailQueue", (it) => {
       assert.deepStrictEqual((yield* queue.claim).map((m) => [m.id, m.attempts]), [[id, 2]])
       yield* queue.fail(id, "test_cleanup")
     }))
+})
+
+layer(Queues)("Realtime's hub subscriptions", (it) => {
+  it.effect("one that is not taken holds at most PendingLimit updates: past that they give way to one EventsMissed, then the newer ones", () =>
+    Effect.gen(function*() {
+      const realtime = yield* Realtime
+      const sql = yield* SqlClient.SqlClient
+      const accountId = 990_001
+      const slow = yield* realtime.updates([accountId], () => true)
+      const watcher = yield* realtime.updates([accountId], () => true)
+      const extra = 3
+      const count = PendingLimit + 1 + extra
+      // One commit: every update arrives in one delivery step, before any subscriber could take one.
+      yield* notifyChanges(sql, Array.from({ length: count }, (_, i) => ({ accountId, type: "message.changed" as const, messageIds: [i + 1] })))
+      const lastOf = (heard: ReadonlyArray<HeardUpdate>) =>
+        heard.some((update) => "messageIds" in update && update.messageIds?.[0] === count)
+      while (!lastOf(yield* Queue.takeAll(watcher))) {}
+      // The update past the limit was dropped with all those held before it, for one EventsMissed.
+      assert.strictEqual(yield* Queue.size(slow), 1 + extra)
+      const held = yield* Queue.takeAll(slow)
+      assert.deepStrictEqual(held[0], EventsMissed)
+      assert.deepStrictEqual(held.slice(1).map((update) => "messageIds" in update ? update.messageIds : undefined), [[count - 2], [count - 1], [count]])
+    }).pipe(Effect.scoped))
 })
 
 /** A process of its own (a pool and a Realtime layer) on the database, for the scope. */

@@ -45,6 +45,23 @@ export const MercureHubRoutes = Layer.unwrap(Effect.gen(function*() {
   const closing = yield* Deferred.make<void>()
   yield* Effect.addFinalizer(() => Deferred.succeed(closing, undefined))
 
+  // Each update is formatted once for all the subscribers of a topic (the same object reaches
+  // each of them), not once per subscriber.
+  const texts = new WeakMap<Update, { readonly topic: string; readonly text: string }>()
+  const formatted = (topic: string, update: Update) => {
+    const kept = texts.get(update)
+    if (kept?.topic === topic) return kept.text
+    const text = sseEvent(update.id, {
+      topic,
+      type: update.type,
+      ...(update.aliasId === undefined ? {} : { aliasId: update.aliasId }),
+      ...(update.messageId === undefined ? {} : { messageId: update.messageId }),
+      ...(update.messageIds === undefined ? {} : { messageIds: update.messageIds })
+    })
+    texts.set(update, { topic, text })
+    return text
+  }
+
   const subscribe = (request: HttpServerRequest.HttpServerRequest) => Effect.gen(function*() {
     const cookie = request.cookies[SessionCookie]
     const session = cookie === undefined || cookie === "" ? undefined : yield* sessions.resolve(Redacted.make(cookie))
@@ -64,21 +81,23 @@ export const MercureHubRoutes = Layer.unwrap(Effect.gen(function*() {
     const latest = yield* realtime.lastEventId
     const accounts = yield* access.accountsReadBy(accountId)
 
+    // What the queue holds when the stream pulls (every update delivered since its last pull) is
+    // one batch and one write: under load, a subscriber's events coalesce instead of costing a
+    // socket write (and a pass through the stream) each. A batch ends at the first update after
+    // which a guest's stream ends.
+    const ends = (heard: HeardUpdate) => !("missed" in heard) && heard.accountId === accountId && reach.has(heard.type)
     const updates = Stream.unwrap(Effect.map(
       realtime.updates(accounts, wants, lastEventId === "" ? undefined : lastEventId),
       (queue) => Stream.fromQueue(queue)
     )).pipe(
-      Stream.takeUntil((heard: HeardUpdate) => !("missed" in heard) && heard.accountId === accountId && reach.has(heard.type)),
-      Stream.mapEffect((heard) =>
-        "missed" in heard
-          ? Effect.map(realtime.lastEventId, (id) => sseEvent(id, { topic: own, type: "events.missed" }))
-          : Effect.succeed(sseEvent(heard.id, {
-            topic: own,
-            type: heard.type,
-            ...(heard.aliasId === undefined ? {} : { aliasId: heard.aliasId }),
-            ...(heard.messageId === undefined ? {} : { messageId: heard.messageId }),
-            ...(heard.messageIds === undefined ? {} : { messageIds: heard.messageIds })
-          }))
+      Stream.mapArray((heard) => {
+        const last = heard.findIndex(ends)
+        return [last === -1 ? { heard, ends: false } : { heard: heard.slice(0, last + 1), ends: true }] as const
+      }),
+      Stream.takeUntil((batch) => batch.ends),
+      Stream.mapEffect(({ heard }) =>
+        Effect.map(realtime.lastEventId, (latestId) =>
+          heard.map((update) => "missed" in update ? sseEvent(latestId, { topic: own, type: "events.missed" }) : formatted(own, update)).join(""))
       )
     )
     // The first heartbeat goes at once: the browser knows the subscription holds.

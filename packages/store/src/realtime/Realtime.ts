@@ -69,6 +69,13 @@ const decodeWire = Schema.decodeUnknownOption(Schema.fromJsonString(Schema.Union
 /** How many updates a process keeps for subscribers that come back with `Last-Event-ID`. */
 export const HistorySize = 2000
 
+/**
+ * How many updates a hub subscription holds for a subscriber that does not take them (a slow
+ * reader: its socket full). One more and they are dropped for one `EventsMissed` (what it shows
+ * is read again), so a slow subscriber costs bounded memory: as far behind as the history goes.
+ */
+export const PendingLimit = HistorySize
+
 const newId = () => `urn:uuid:${crypto.randomUUID()}`
 
 /**
@@ -134,7 +141,8 @@ export class Realtime extends Context.Service<Realtime, {
   /**
    * The hub's subscription: the updates of one or more accounts (those `wants`) from now until the
    * scope closes; with `lastEventId`, first those this process kept after it (`EventsMissed`
-   * first when it no longer has that id: what was missed must be read again).
+   * first when it no longer has that id: what was missed must be read again). It holds at most
+   * PendingLimit updates not taken: past that they give way to one `EventsMissed`.
    */
   readonly updates: (
     accounts: ReadonlyArray<number>,
@@ -250,7 +258,12 @@ export class Realtime extends Context.Service<Realtime, {
       Effect.flatMap(Queue.unbounded<HeardUpdate>(), (events) =>
         enter(accounts, {
           hear: (update) => {
-            if (wants(update)) Queue.offerUnsafe(events, update)
+            if (!wants(update)) return
+            if (Queue.sizeUnsafe(events) < PendingLimit) Queue.offerUnsafe(events, update)
+            else {
+              while (Queue.takeUnsafe(events) !== undefined) {}
+              Queue.offerUnsafe(events, EventsMissed)
+            }
           },
           missed: () => Queue.offerUnsafe(events, EventsMissed)
         }, events, () => {
