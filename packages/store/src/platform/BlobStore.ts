@@ -22,6 +22,11 @@ import { rowsDecoder } from "./Rows.ts"
  * whole message: a 15 MB message costs the process its own bytes plus a piece, not three copies.
  */
 export const RawPieceBytes = 1024 * 1024
+/**
+ * The bytes of one piece written to a large object (`stage`): a little under RawPieceBytes, so the
+ * driver's bind message, which it sizes in powers of two from 8 KiB, is 1 MiB and not 2 MiB.
+ */
+const StagePieceBytes = RawPieceBytes - 16 * 1024
 
 /** The raw bytes of one accepted message: `whole` when small, else the `pieces` as received, staged before the insert. */
 export interface RawBytes {
@@ -110,7 +115,7 @@ export class BlobStore extends Context.Service<BlobStore, {
   readonly stageRaw: (raws: ReadonlyArray<RawBytes>) => Effect.Effect<StagedRaw, SqlError.SqlError>
   readonly unstageRaw: (staged: StagedRaw) => Effect.Effect<void, SqlError.SqlError>
   /**
-   * Writes `pieces` in order to a new large object, RawPieceBytes per statement, in the caller's
+   * Writes `pieces` in order to a new large object, about a MiB per statement, in the caller's
    * transaction; answers its oid, which a statement reads with `lo_get(oid)` and `unstage` removes.
    * Bytes a statement needs whole, without the driver copying them into one protocol message.
    */
@@ -208,7 +213,7 @@ export class BlobStore extends Context.Service<BlobStore, {
 
     const decodeOid = rowsDecoder(Schema.Struct({ oid: Schema.Number }))
     const createLargeObject = sql`SELECT lo_create(0) AS oid`.pipe(Effect.flatMap(decodeOid), Effect.map((rows) => rows[0]!.oid))
-    /** Writes `pieces`, in order, to a new large object, RawPieceBytes per statement; answers its oid. */
+    /** Writes `pieces`, in order, to a new large object, StagePieceBytes per statement; answers its oid. */
     const stage = (pieces: ReadonlyArray<Uint8Array>) =>
       Effect.gen(function*() {
         const oid = yield* createLargeObject
@@ -226,11 +231,11 @@ export class BlobStore extends Context.Service<BlobStore, {
         })
         for (const chunk of pieces) {
           for (let start = 0; start < chunk.byteLength;) {
-            const take = Math.min(chunk.byteLength - start, RawPieceBytes - pieceBytes)
+            const take = Math.min(chunk.byteLength - start, StagePieceBytes - pieceBytes)
             piece.push(chunk.subarray(start, start + take))
             pieceBytes += take
             start += take
-            if (pieceBytes === RawPieceBytes) yield* flush
+            if (pieceBytes === StagePieceBytes) yield* flush
           }
         }
         yield* flush
