@@ -27,6 +27,8 @@ export const RawPieceBytes = 1024 * 1024
  * driver's bind message, which it sizes in powers of two from 8 KiB, is 1 MiB and not 2 MiB.
  */
 const StagePieceBytes = RawPieceBytes - 16 * 1024
+/** At most this many parts of a piece are joined by PostgreSQL (`||`); more are joined before. */
+const MaxJoinedParts = 32
 
 /** The raw bytes of one accepted message: `whole` when small, else the `pieces` as received, staged before the insert. */
 export interface RawBytes {
@@ -222,7 +224,12 @@ export class BlobStore extends Context.Service<BlobStore, {
         let pieceBytes = 0
         const flush = Effect.suspend(() => {
           if (pieceBytes === 0) return Effect.void
-          const bytes = piece.length === 1 ? piece[0]! : Buffer.concat(piece, pieceBytes)
+          // The piece's parts (SMTP chunks are ~64 KiB) are joined by PostgreSQL, not copied into
+          // one array here: the driver copies each into its bind message in any case. Many small
+          // parts (a sender writing in small segments) are joined here, to keep the statement short.
+          const bytes = piece.length <= MaxJoinedParts
+            ? sql.join(" || ", false)(piece.map((part) => sql`${part}`))
+            : sql`${Buffer.concat(piece, pieceBytes)}`
           const at = offset
           offset += pieceBytes
           piece = []
