@@ -23,8 +23,9 @@ import { rowsDecoder } from "./Rows.ts"
  */
 export const RawPieceBytes = 1024 * 1024
 /**
- * The bytes of one piece written to a large object (`stage`): a little under RawPieceBytes, so the
- * driver's bind message, which it sizes in powers of two from 8 KiB, is 1 MiB and not 2 MiB.
+ * The bytes of one piece written to a large object (`stage`) or read back (`readRaw`): a little
+ * under RawPieceBytes, so the driver's buffer for the message that carries it, which it sizes in
+ * powers of two, is 1 MiB and not 2 MiB.
  */
 const StagePieceBytes = RawPieceBytes - 16 * 1024
 /** At most this many parts of a piece are joined by PostgreSQL (`||`); more are joined before. */
@@ -176,13 +177,13 @@ export class BlobStore extends Context.Service<BlobStore, {
         if (found === undefined) return Option.none<Uint8Array>()
         if (found.raw !== null) return Option.some<Uint8Array>(found.raw)
         const whole = new Uint8Array(found.size)
-        for (let offset = 0; offset < found.size; offset += RawPieceBytes) {
+        for (let offset = 0; offset < found.size; offset += StagePieceBytes) {
           const [row] = yield* sql`
-            SELECT substring(raw FROM ${offset + 1} FOR ${RawPieceBytes}) AS piece FROM message_raw WHERE message_id = ${messageId}`.pipe(
+            SELECT substring(raw FROM ${offset + 1} FOR ${StagePieceBytes}) AS piece FROM message_raw WHERE message_id = ${messageId}`.pipe(
             Effect.flatMap(decodePiece)
           )
           // Gone meanwhile (the message was deleted): as if it had never been there.
-          if (row === undefined || row.piece === null || row.piece.byteLength !== Math.min(RawPieceBytes, found.size - offset)) return Option.none<Uint8Array>()
+          if (row === undefined || row.piece === null || row.piece.byteLength !== Math.min(StagePieceBytes, found.size - offset)) return Option.none<Uint8Array>()
           whole.set(row.piece, offset)
         }
         return Option.some<Uint8Array>(whole)
