@@ -4,7 +4,8 @@
  * 550 5.2.1 and anything else with 550 5.1.1. DATA is refused with 552 over 15728640 bytes and
  * with 550 5.6.11 when a line ends in a bare LF (an SMTP smuggling defence). The 250 goes out
  * only after the message, its raw bytes and its pipeline work are committed; a database
- * failure answers 451 so the sender retries.
+ * failure answers 451 so the sender retries. Every reply after EHLO carries an enhanced status
+ * code (RFC 2034, advertised as ENHANCEDSTATUSCODES).
  */
 import { readFileSync } from "node:fs"
 import { BurnboxConfig, type Delivery, Mailstore, StartupFailure } from "@burnbox/store"
@@ -78,6 +79,11 @@ export const makeSmtpServer = Effect.fnUntraced(function*(options: SmtpOptions) 
     // The client's name from reverse DNS is only decoration here (nothing reads it; SPF checks
     // the address and the HELO name), and the lookup holds every new connection's greeting.
     disableReverseLookup: true,
+    // RFC 2034: EHLO advertises ENHANCEDSTATUSCODES and every reply after it (but the 354) carries
+    // one. smtp-server derives a code from the reply code; our own replies name theirs first
+    // ("5.2.1 <a@b>: mailbox disabled"), which the patched smtp-server keeps instead (patches/).
+    // No CHUNKING: smtp-server has no BDAT (nodemailer/smtp-server#109).
+    hideENHANCEDSTATUSCODES: false,
     size: MaxMessageBytes,
     logger: false,
     socketTimeout: 60_000,

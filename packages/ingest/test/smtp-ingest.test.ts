@@ -157,6 +157,87 @@ describe("EHLO (receive-only SMTP)", () => {
   })
 })
 
+/** The text of a reply after EHLO starts with exactly one enhanced status code whose class is the reply's (RFC 2034). */
+const expectEnhanced = (reply: SmtpReply, code: string) => {
+  expect(`${reply.code} ${reply.text}`).toMatch(new RegExp(`^${reply.code} ${code.replaceAll(".", "\\.")} `))
+  expect(reply.text.startsWith(String(reply.code)[0]!), reply.text).toBe(true)
+  expect(reply.text, "one enhanced code, not two").not.toMatch(/^\d\.\d{1,3}\.\d{1,3} \d\.\d{1,3}\.\d{1,3}\b/)
+}
+
+describe("enhanced status codes (RFC 2034)", () => {
+  it("EHLO advertises ENHANCEDSTATUSCODES and not CHUNKING (smtp-server has no BDAT)", async () => {
+    const { client, ehlo } = await session()
+    await client.quit()
+    const keywords = ehlo.lines.slice(1).map((line) => line.slice(4))
+    expect(keywords).toContain("ENHANCEDSTATUSCODES")
+    expect(keywords.filter((k) => /^(CHUNKING|BINARYMIME)\b/.test(k))).toEqual([])
+  })
+
+  it("a normal send: every reply but the 354 carries its code, the 250 of DATA its own 2.0.0 once", async () => {
+    const alias = await claim()
+    const { client } = await session()
+    expectEnhanced(await client.command("NOOP"), "2.0.0")
+    expectEnhanced(await client.command("MAIL FROM:<sender@example.org>"), "2.1.0")
+    expectEnhanced(await client.command(`RCPT TO:<${alias.address}>`), "2.1.5")
+    const data = await client.data(mail({ to: alias.address, subject: "enhanced" }))
+    expectEnhanced(data, "2.0.0")
+    expect(data.text).toMatch(/^2\.0\.0 Ok: stored as \d+$/)
+    expectEnhanced(await client.command("RSET"), "2.0.0")
+    const bye = await client.command("QUIT")
+    client.destroy()
+    expectEnhanced(bye, "2.0.0")
+    expect(await storedFor(alias.id)).toHaveLength(1)
+  })
+
+  it("refused recipients keep their own codes: unknown 550 5.1.1, paused 550 5.2.1, the 101st 452 4.5.3", async () => {
+    const paused = await claim()
+    expect((await h.request(`/aliases/${paused.id}/pause`, { method: "POST", session: owner })).status).toBe(200)
+    const alias = await claim()
+    const { client } = await session()
+    try {
+      expectEnhanced(await client.command("MAIL FROM:<sender@example.org>"), "2.1.0")
+      expectEnhanced(await client.command("RCPT TO:<no-such-alias@burnbox.test>"), "5.1.1")
+      expectEnhanced(await client.command(`RCPT TO:<${paused.address}>`), "5.2.1")
+      expectEnhanced(await client.command("RCPT TO:<not an address>"), "5.1.3")
+      for (let i = 1; i <= 100; i++) expect((await client.command(`RCPT TO:<${alias.localPart}+e${i}@${alias.domain.name}>`)).code).toBe(250)
+      expectEnhanced(await client.command(`RCPT TO:<${alias.address}>`), "4.5.3")
+    } finally {
+      await client.quit()
+    }
+  })
+
+  it("too big: SIZE over the limit 552 5.3.4 at MAIL FROM", async () => {
+    const { client } = await session()
+    const over = await client.command("MAIL FROM:<sender@example.org> SIZE=15728641")
+    await client.quit()
+    expect(over.code).toBe(552)
+    expectEnhanced(over, "5.3.4")
+  })
+
+  it("bad sequence and unknown commands: 503 5.5.1 and 500 5.5.2", async () => {
+    const { client } = await session()
+    try {
+      expectEnhanced(await client.command("RCPT TO:<someone@burnbox.test>"), "5.5.1")
+      expectEnhanced(await client.command("DATA"), "5.5.1")
+      expectEnhanced(await client.command("MAIL FROM:<sender@example.org>"), "2.1.0")
+      expectEnhanced(await client.command("MAIL FROM:<sender@example.org>"), "5.5.1")
+      expectEnhanced(await client.command("DATA"), "5.5.1")
+      expectEnhanced(await client.command("FROBNICATE"), "5.5.2")
+      expectEnhanced(await client.command("AUTH PLAIN AHVzZXIAcGFzcw=="), "5.5.2")
+    } finally {
+      await client.quit()
+    }
+    // Before EHLO the sequence is bad as well.
+    const bare = await SmtpClient.open(h.smtpPort)
+    try {
+      expect((await bare.read()).code).toBe(220)
+      expectEnhanced(await bare.command("MAIL FROM:<sender@example.org>"), "5.5.1")
+    } finally {
+      await bare.quit()
+    }
+  })
+})
+
 describe("connections", () => {
   it("takes 20 connections from one client address and answers the next 421 4.7.0; another address, and a freed slot, are taken", async () => {
     const client = "127.0.0.7"
@@ -438,7 +519,7 @@ describe("DATA", () => {
     const bareLf = Buffer.from(crlf.toString("latin1").replace("Hello.\r\n", "Hello.\nMAIL FROM:<x@example.org>\r\n"), "latin1")
     const { data } = await deliver([alias.address], bareLf)
     expect(data?.code, data?.text).toBe(550)
-    expect(data?.text).toMatch(/^5\.6\.11\b/)
+    expectEnhanced(data!, "5.6.11")
     expect(await storedFor(alias.id)).toHaveLength(0)
     expect((await aliasNow(alias.id)).receivedCount).toBe(0)
     // The same message with CRLF line endings is taken.
@@ -458,6 +539,7 @@ describe("DATA", () => {
     expect(raw.byteLength).toBeLessThan(15_728_640 + 3_000)
     const { data } = await deliver([alias.address], raw)
     expect(data?.code, data?.text).toBe(552)
+    expectEnhanced(data!, "5.3.4")
     expect(await storedFor(alias.id)).toHaveLength(0)
     const after = await aliasNow(alias.id)
     expect(after.receivedCount).toBe(0)

@@ -11,13 +11,13 @@
  * notification (Realtime); attachments (BlobStore) join it in one transaction when there are any.
  * The raw bytes come with the claim, or from BlobStore for a large message.
  */
-import { PgClient } from "@effect/sql-pg"
+import { PgClient, PgTypes } from "@effect/sql-pg"
 import type { WorkedMail } from "@burnbox/domain/mail/index"
 import { Context, Effect, Layer, Option, type Queue, Schema, type Scope } from "effect"
-import { SqlClient, SqlSchema } from "effect/sql"
+import { SqlClient, SqlSchema, type Statement } from "effect/sql"
 import { PipelineChannel } from "../messages/Mailstore.ts"
 import { eventRecord, insertEventRecords, type NewEvent, OutboxChannel } from "../webhooks/Outbox.ts"
-import { BlobStore } from "../platform/BlobStore.ts"
+import { BlobStore, RawPieceBytes } from "../platform/BlobStore.ts"
 import { publishFragment } from "../realtime/Realtime.ts"
 import { Entitlements } from "../plans/Entitlements.ts"
 import { ruleMarks, ruleReturning, ruleTrashSet, ruleWalk, walkedColumns } from "../rules/RuleWalk.ts"
@@ -103,7 +103,7 @@ const utf8 = new TextEncoder()
  * the thread that worked each message (each row an object to which the id, the owner, alias and
  * address the rules step reads, and the authentication results are prefixed): no message's text is decoded or encoded again here.
  */
-const recordsetBytes = (batch: ReadonlyArray<ProcessedMessage>): Uint8Array => {
+const recordsetParts = (batch: ReadonlyArray<ProcessedMessage>): Array<Uint8Array> => {
   const parts: Array<Uint8Array> = [utf8.encode("[")]
   batch.forEach(({ auth, mail, message }, i) => {
     // `columns` is a non-empty JSON object: `{"id":…,"auth":…,` takes the place of its `{`.
@@ -116,7 +116,7 @@ const recordsetBytes = (batch: ReadonlyArray<ProcessedMessage>): Uint8Array => {
     )
   })
   parts.push(utf8.encode("]"))
-  return Buffer.concat(parts)
+  return parts
 }
 
 export class MailQueue extends Context.Service<MailQueue, {
@@ -201,7 +201,22 @@ export class MailQueue extends Context.Service<MailQueue, {
      * owner's marks, tags and unread count before the index step and the events' commit.
      * Answers the ids it stored.
      */
-    const storeStatement = (batch: ReadonlyArray<ProcessedMessage>, at: Date) =>
+    const storeStatement = (batch: ReadonlyArray<ProcessedMessage>, at: Date) => {
+      // A recordset over RawPieceBytes (a big message's text, renderings and search words: tens of
+      // MB for a 15 MB text mail) goes to PostgreSQL staged in a large object a piece at a time,
+      // in this statement's transaction, rather than as one parameter the driver would copy twice
+      // more (its bind message, grown by doubling, and the frame around it).
+      const parts = recordsetParts(batch)
+      const size = parts.reduce((n, part) => n + part.byteLength, 0)
+      if (size <= RawPieceBytes) return storeStatementWith(batch, at, sql`${Buffer.concat(parts, size)}`)
+      return sql.withTransaction(Effect.gen(function*() {
+        const oid = yield* blobs.stage(parts)
+        const stored = yield* storeStatementWith(batch, at, sql`lo_get(${PgTypes.oid(oid)})`)
+        yield* blobs.unstage([oid])
+        return stored
+      }))
+    }
+    const storeStatementWith = (batch: ReadonlyArray<ProcessedMessage>, at: Date, recordset: Statement.Fragment) =>
       SqlSchema.findAll({
         Request: Schema.Void,
         Result: Schema.Struct({ id: Schema.Int }),
@@ -217,7 +232,7 @@ export class MailQueue extends Context.Service<MailQueue, {
                 auth = u.auth, has_attachments = u.has_attachments,
                 processing_status = 'processed', processed_at = ${at}, failure_reason = NULL,
                 ${ruleTrashSet(sql, at)}
-              FROM json_to_recordset(convert_from(${recordsetBytes(batch)}, 'UTF8')::json) AS u(
+              FROM json_to_recordset(convert_from(${recordset}, 'UTF8')::json) AS u(
                 id int, ${sql.literal(walkedColumns)}, sender_name text, sender_address text, subject text, snippet text, text_body text,
                 html_original text, html_sanitized text, html_sanitized_remote text, remote_image_count int,
                 webhook_text_body text, headers jsonb, otp_codes jsonb, verification_links jsonb, auth jsonb,

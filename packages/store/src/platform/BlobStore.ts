@@ -22,6 +22,14 @@ import { rowsDecoder } from "./Rows.ts"
  * whole message: a 15 MB message costs the process its own bytes plus a piece, not three copies.
  */
 export const RawPieceBytes = 1024 * 1024
+/**
+ * The bytes of one piece written to a large object (`stage`) or read back (`readRaw`): a little
+ * under RawPieceBytes, so the driver's buffer for the message that carries it, which it sizes in
+ * powers of two, is 1 MiB and not 2 MiB.
+ */
+const StagePieceBytes = RawPieceBytes - 16 * 1024
+/** At most this many parts of a piece are joined by PostgreSQL (`||`); more are joined before. */
+const MaxJoinedParts = 32
 
 /** The raw bytes of one accepted message: `whole` when small, else the `pieces` as received, staged before the insert. */
 export interface RawBytes {
@@ -110,6 +118,13 @@ export class BlobStore extends Context.Service<BlobStore, {
   readonly stageRaw: (raws: ReadonlyArray<RawBytes>) => Effect.Effect<StagedRaw, SqlError.SqlError>
   readonly unstageRaw: (staged: StagedRaw) => Effect.Effect<void, SqlError.SqlError>
   /**
+   * Writes `pieces` in order to a new large object, about a MiB per statement, in the caller's
+   * transaction; answers its oid, which a statement reads with `lo_get(oid)` and `unstage` removes.
+   * Bytes a statement needs whole, without the driver copying them into one protocol message.
+   */
+  readonly stage: (pieces: ReadonlyArray<Uint8Array>) => Effect.Effect<number, SqlError.SqlError>
+  readonly unstage: (objects: ReadonlyArray<number>) => Effect.Effect<void, SqlError.SqlError>
+  /**
    * A data-modifying step that stores the raw bytes of a batch: for each row of `input` (`ord`,
    * and `n`, the message's place in `staged.raws` from 1) the message `ids` gave it (`ord`, `id`).
    */
@@ -144,22 +159,35 @@ export class BlobStore extends Context.Service<BlobStore, {
   static readonly layer = Layer.effect(BlobStore, Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
 
-    const RawRow = Schema.Struct({ raw: Schema.Uint8Array })
-    const rawOf = SqlSchema.findOneOption({
-      Request: Schema.Int,
-      Result: RawRow,
-      execute: (messageId) => sql`SELECT raw FROM message_raw WHERE message_id = ${messageId}`
-    })
-    const decodeRaw = rowsDecoder(RawRow)
+    // A raw message up to RawPieceBytes comes whole with its size; a larger one is read a piece at
+    // a time into one array of its size: read whole, the driver would hold its protocol message
+    // (the size, grown by doubling) and then copy the bytes out of it, ~3 times the message.
+    const decodeSized = rowsDecoder(Schema.Struct({ size: Schema.Int, raw: Schema.NullOr(Schema.Uint8Array) }))
+    const decodePiece = rowsDecoder(Schema.Struct({ piece: Schema.NullOr(Schema.Uint8Array) }))
     const readRaw = (messageId: number, options?: { readonly reachable: Statement.Fragment }) =>
-      (options === undefined
-        ? rawOf(messageId)
-        : sql`
-        SELECT r.raw FROM message_raw r JOIN messages m ON m.id = r.message_id
-        WHERE m.id = ${messageId} AND ${options.reachable}`.pipe(
-            Effect.flatMap(decodeRaw),
-            Effect.map((rows) => Option.fromUndefinedOr(rows[0]))
-          )).pipe(Effect.map(Option.map((row) => row.raw)), Effect.orDie)
+      Effect.gen(function*() {
+        const [found] = yield* (options === undefined
+          ? sql`
+        SELECT octet_length(r.raw) AS size, CASE WHEN octet_length(r.raw) <= ${RawPieceBytes} THEN r.raw END AS raw
+        FROM message_raw r WHERE r.message_id = ${messageId}`
+          : sql`
+        SELECT octet_length(r.raw) AS size, CASE WHEN octet_length(r.raw) <= ${RawPieceBytes} THEN r.raw END AS raw
+        FROM message_raw r JOIN messages m ON m.id = r.message_id
+        WHERE m.id = ${messageId} AND ${options.reachable}`).pipe(Effect.flatMap(decodeSized))
+        if (found === undefined) return Option.none<Uint8Array>()
+        if (found.raw !== null) return Option.some<Uint8Array>(found.raw)
+        const whole = new Uint8Array(found.size)
+        for (let offset = 0; offset < found.size; offset += StagePieceBytes) {
+          const [row] = yield* sql`
+            SELECT substring(raw FROM ${offset + 1} FOR ${StagePieceBytes}) AS piece FROM message_raw WHERE message_id = ${messageId}`.pipe(
+            Effect.flatMap(decodePiece)
+          )
+          // Gone meanwhile (the message was deleted): as if it had never been there.
+          if (row === undefined || row.piece === null || row.piece.byteLength !== Math.min(StagePieceBytes, found.size - offset)) return Option.none<Uint8Array>()
+          whole.set(row.piece, offset)
+        }
+        return Option.some<Uint8Array>(whole)
+      }).pipe(Effect.orDie)
 
     const inlineRaw = (messageId: string, inlineBytes: number) => ({
       columns: sql`(r.message_id IS NOT NULL) AS has_raw,
@@ -188,47 +216,48 @@ export class BlobStore extends Context.Service<BlobStore, {
 
     const decodeOid = rowsDecoder(Schema.Struct({ oid: Schema.Number }))
     const createLargeObject = sql`SELECT lo_create(0) AS oid`.pipe(Effect.flatMap(decodeOid), Effect.map((rows) => rows[0]!.oid))
+    /** Writes `pieces`, in order, to a new large object, StagePieceBytes per statement; answers its oid. */
+    const stage = (pieces: ReadonlyArray<Uint8Array>) =>
+      Effect.gen(function*() {
+        const oid = yield* createLargeObject
+        let offset = 0
+        let piece: Array<Uint8Array> = []
+        let pieceBytes = 0
+        const flush = Effect.suspend(() => {
+          if (pieceBytes === 0) return Effect.void
+          // The piece's parts (SMTP chunks are ~64 KiB) are joined by PostgreSQL, not copied into
+          // one array here: the driver copies each into its bind message in any case. Many small
+          // parts (a sender writing in small segments) are joined here, to keep the statement short.
+          const bytes = piece.length <= MaxJoinedParts
+            ? sql.join(" || ", false)(piece.map((part) => sql`${part}`))
+            : sql`${Buffer.concat(piece, pieceBytes)}`
+          const at = offset
+          offset += pieceBytes
+          piece = []
+          pieceBytes = 0
+          return sql`SELECT lo_put(${PgTypes.oid(oid)}, ${at}, ${bytes})`.pipe(Effect.asVoid)
+        })
+        for (const chunk of pieces) {
+          for (let start = 0; start < chunk.byteLength;) {
+            const take = Math.min(chunk.byteLength - start, StagePieceBytes - pieceBytes)
+            piece.push(chunk.subarray(start, start + take))
+            pieceBytes += take
+            start += take
+            if (pieceBytes === StagePieceBytes) yield* flush
+          }
+        }
+        yield* flush
+        return oid
+      })
     const stageRaw = (raws: ReadonlyArray<RawBytes>) =>
       Effect.gen(function*() {
         const objects: Array<number | null> = []
-        for (const raw of raws) {
-          if (raw.whole !== null) {
-            objects.push(null)
-            continue
-          }
-          const oid = yield* createLargeObject
-          let offset = 0
-          let piece: Array<Uint8Array> = []
-          let pieceBytes = 0
-          const flush = Effect.suspend(() => {
-            if (pieceBytes === 0) return Effect.void
-            const bytes = piece.length === 1 ? piece[0]! : Buffer.concat(piece, pieceBytes)
-            const at = offset
-            offset += pieceBytes
-            piece = []
-            pieceBytes = 0
-            return sql`SELECT lo_put(${PgTypes.oid(oid)}, ${at}, ${bytes})`.pipe(Effect.asVoid)
-          })
-          for (const chunk of raw.pieces) {
-            for (let start = 0; start < chunk.byteLength;) {
-              const take = Math.min(chunk.byteLength - start, RawPieceBytes - pieceBytes)
-              piece.push(chunk.subarray(start, start + take))
-              pieceBytes += take
-              start += take
-              if (pieceBytes === RawPieceBytes) yield* flush
-            }
-          }
-          yield* flush
-          objects.push(oid)
-        }
+        for (const raw of raws) objects.push(raw.whole === null ? yield* stage(raw.pieces) : null)
         return { raws, objects } satisfies StagedRaw
       })
-    const unstageRaw = (staged: StagedRaw) => {
-      const staging = staged.objects.filter((oid) => oid !== null)
-      return staging.length === 0
-        ? Effect.void
-        : sql`SELECT lo_unlink(o) FROM unnest(${oids(staging)}) AS o`.pipe(Effect.asVoid)
-    }
+    const unstage = (objects: ReadonlyArray<number>) =>
+      objects.length === 0 ? Effect.void : sql`SELECT lo_unlink(o) FROM unnest(${oids(objects)}) AS o`.pipe(Effect.asVoid)
+    const unstageRaw = (staged: StagedRaw) => unstage(staged.objects.filter((oid) => oid !== null))
 
     const insertRawBatch = (staged: StagedRaw) =>
       sql`
@@ -242,11 +271,23 @@ export class BlobStore extends Context.Service<BlobStore, {
               INSERT INTO message_raw (message_id, raw)
               SELECT id, coalesce(${staged.raws[index]!.whole}::bytea, lo_get(${PgTypes.oid(staged.objects[index] ?? null)})) FROM ${sql.literal(message)}`
 
+    // An attachment over RawPieceBytes is staged in a large object a piece at a time and copied
+    // from it by its insert: as a parameter, the driver would copy it twice more (its bind message,
+    // grown by doubling, and the frame around it).
     const writeAttachments = (rows: ReadonlyArray<NewAttachment>) =>
       Effect.gen(function*() {
-        for (let i = 0; i < rows.length; i += AttachmentsPerInsert) {
-          const [first, ...rest] = rows.slice(i, i + AttachmentsPerInsert)
+        const small = rows.filter((row) => row.content.byteLength <= RawPieceBytes)
+        for (let i = 0; i < small.length; i += AttachmentsPerInsert) {
+          const [first, ...rest] = small.slice(i, i + AttachmentsPerInsert)
           yield* sql`INSERT INTO attachments ${sql.insert([first!, ...rest])}`
+        }
+        for (const { content, ...row } of rows.filter((big) => big.content.byteLength > RawPieceBytes)) {
+          const oid = yield* stage([content])
+          yield* sql`
+            INSERT INTO attachments (message_id, position, filename, mime_type, size_bytes, dangerous, previewable, content_id, content)
+            VALUES (${row.message_id}, ${row.position}, ${row.filename}, ${row.mime_type}, ${row.size_bytes}, ${row.dangerous},
+                    ${row.previewable}, ${row.content_id}, lo_get(${PgTypes.oid(oid)}))`
+          yield* unstage([oid])
         }
       })
     const removeAttachments = (messageIds: ReadonlyArray<number>) =>
@@ -266,10 +307,10 @@ export class BlobStore extends Context.Service<BlobStore, {
     const createArchive = createLargeObject.pipe(Effect.orDie)
     const writeArchive = (archive: number, offset: number, bytes: Uint8Array) =>
       sql`SELECT lo_put(${PgTypes.oid(archive)}, ${offset}, ${bytes})`.pipe(Effect.asVoid, Effect.orDie)
-    const decodePiece = rowsDecoder(Schema.Struct({ piece: Schema.Uint8Array }))
+    const decodeArchivePiece = rowsDecoder(Schema.Struct({ piece: Schema.Uint8Array }))
     const readArchive = (archive: number, offset: number, length: number) =>
       sql`SELECT lo_get(${PgTypes.oid(archive)}, ${offset}, ${length}) AS piece`.pipe(
-        Effect.flatMap(decodePiece),
+        Effect.flatMap(decodeArchivePiece),
         Effect.map((rows) => rows[0]!.piece),
         Effect.orDie
       )
@@ -288,6 +329,8 @@ export class BlobStore extends Context.Service<BlobStore, {
       attachment,
       stageRaw,
       unstageRaw,
+      stage,
+      unstage,
       insertRawBatch,
       insertRawOne,
       writeAttachments,
