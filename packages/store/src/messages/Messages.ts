@@ -152,9 +152,9 @@ export class Messages extends Context.Service<Messages, {
     /**
      * `total` of a guest's shared mailboxes (ListSplit), as a scalar expression: for the plain
      * mailbox, archive and trash, from their counts kept in alias_counts (migration 0025) and the
-     * reader's own archive marks on their mail outside the trash, counted (the planner walks
-     * whichever is fewer: the reader's archive marks, on message_states_archived, or the
-     * mailboxes' rows); else their messages counted.
+     * reader's own archive marks on their mail outside the trash, counted on two indexes alone
+     * (message_states_archived, the reader's marks, joined to messages_alias_mailbox, the
+     * mailboxes' ids outside the trash; migration 0025); else their messages counted.
      */
     const sharedTotalOf = (accountId: number, split: ListSplit) => {
       const view = split.sharedCounted
