@@ -4,6 +4,11 @@
 -- transaction as every change to `messages` (ingest, trash, restore, destroy, eviction, purge,
 -- cascades). Reader marks are not here: a guest's archive marks are its own, and its list
 -- subtracts them (a count over its marks, MessageList.ts).
+--
+-- Lock order: triggers of one event fire in name order, and these are named after
+-- mailbox_counts' (messages_alias_counts_* > mailbox_counts_*), so a statement takes its
+-- alias's row here only while it holds its account's row in mailbox_counts: two writers of one
+-- alias meet on the account's row first, and these rows add no new wait cycle.
 CREATE TABLE alias_counts (
   alias_id integer PRIMARY KEY REFERENCES aliases ON DELETE CASCADE,
   -- messages not in the trash
@@ -23,7 +28,7 @@ BEGIN
   SET in_mailbox = c.in_mailbox + excluded.in_mailbox, trashed = c.trashed + excluded.trashed;
   RETURN NULL;
 END $$;
-CREATE TRIGGER alias_counts_messages_inserted AFTER INSERT ON messages
+CREATE TRIGGER messages_alias_counts_inserted AFTER INSERT ON messages
   REFERENCING NEW TABLE AS inserted FOR EACH STATEMENT EXECUTE FUNCTION alias_counts_messages_inserted();
 
 -- Messages destroyed (delete, empty trash, eviction, retention purge, cascades; an alias's own
@@ -40,7 +45,7 @@ BEGIN
   END LOOP;
   RETURN NULL;
 END $$;
-CREATE TRIGGER alias_counts_messages_deleted AFTER DELETE ON messages
+CREATE TRIGGER messages_alias_counts_deleted AFTER DELETE ON messages
   REFERENCING OLD TABLE AS deleted FOR EACH STATEMENT EXECUTE FUNCTION alias_counts_messages_deleted();
 
 -- Trash and restore (one row at a time, at most 100 per request).
@@ -50,7 +55,7 @@ BEGIN
   UPDATE alias_counts SET in_mailbox = in_mailbox + back, trashed = trashed - back WHERE alias_id = NEW.alias_id;
   RETURN NULL;
 END $$;
-CREATE TRIGGER alias_counts_message_trash_changed AFTER UPDATE OF trashed_at ON messages
+CREATE TRIGGER messages_alias_counts_trash_changed AFTER UPDATE OF trashed_at ON messages
   FOR EACH ROW WHEN ((OLD.trashed_at IS NULL) <> (NEW.trashed_at IS NULL)) EXECUTE FUNCTION alias_counts_message_trash_changed();
 
 -- The guest's archive marks on its shared mailboxes' mail outside the trash, which its `total`
