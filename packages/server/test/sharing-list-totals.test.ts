@@ -2,7 +2,7 @@
  * A guest's `total` of its shared mailboxes is read from counters, not by counting their mail
  * (issue #31: alias_counts, migration 0025, less the guest's own archive marks on them). Each of
  * the counters' inputs changes here in turn (the guest archives and unarchives, the owner trashes,
- * restores and destroys, mail arrives, a share stops), and after each the guest's totals of the
+ * restores and destroys, mail arrives, a share ends, the alias burns), and after each the guest's totals of the
  * mailbox, the archive and the trash equal the messages the list walks and a plain count in SQL,
  * and alias_counts equals its mailboxes' messages counted.
  */
@@ -113,5 +113,9 @@ describe("a guest's totals of its shared mailboxes, kept by counters", () => {
     await expectTotalsExact("guest archived on a2", { mailbox: 6, archive: 2, trash: 0 })
     expect((await h.request(`/aliases/${a2}/shares/${a2Share}`, { method: "DELETE", session: owner })).status).toBe(204)
     await expectTotalsExact("share of a2 ended", { mailbox: 4, archive: 1, trash: 0 })
+
+    // The owner burns a1: the share ends, and what is left is the guest's own mail.
+    expect((await h.request(`/aliases/${a1}/burn`, { method: "POST", session: owner })).status).toBe(200)
+    await expectTotalsExact("a1 burned", { mailbox: 1, archive: 1, trash: 0 })
   })
 })
