@@ -2,9 +2,9 @@
  * A guest's `total` of its shared mailboxes is read from counters, not by counting their mail
  * (issue #31: alias_counts, migration 0025, less the guest's own archive marks on them). Each of
  * the counters' inputs changes here in turn (the guest archives and unarchives, the owner trashes,
- * restores and destroys, mail arrives, a share ends, the alias burns), and after each the guest's totals of the
- * mailbox, the archive and the trash equal the messages the list walks and a plain count in SQL,
- * and alias_counts equals its mailboxes' messages counted.
+ * restores and destroys, mail arrives, a share ends, the alias burns), and after each the guest's
+ * totals of the mailbox, the archive and the trash equal the messages the list walks and a plain
+ * count in SQL, and alias_counts equals its mailboxes' messages counted.
  */
 import { claimAlias, deliver, type Harness, type Session, shareMailbox, startHarness } from "@burnbox/testkit"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
