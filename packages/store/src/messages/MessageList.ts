@@ -100,6 +100,14 @@ export interface ListSplit {
   readonly ownCounted: CountedView | undefined
   readonly mailboxes: ReadonlyArray<Statement.Fragment>
   readonly shared: Statement.Fragment
+  /** The shared mailboxes' aliases, whose mail `shared` reaches. */
+  readonly sharedAliases: ReadonlyArray<number>
+  /**
+   * The view of the shared mailboxes whose `total` their counters keep (alias_counts, migration
+   * 0025, less the reader's own archive marks on them), when nothing narrows it further: the same
+   * filters narrow both parts, so it is `ownCounted`.
+   */
+  readonly sharedCounted: CountedView | undefined
   /** For a search (SearchRequest `parts`): the reader's own mail, then each owner's shared mailboxes (the index's partition), by the owner's archive mark. */
   readonly searched: ReadonlyArray<Statement.Fragment>
 }
@@ -229,7 +237,8 @@ export const listConditions = ({ access, search, sql }: ListServices, accountId:
     // is never the reader's own), so a page reads each apart in list order on its own index
     // (account_id, received_at, id or alias_id, received_at, id) and merges them, and `total` is
     // the own mail's (kept in mailbox_counts when nothing narrows the view) plus the shared
-    // mailboxes' counted; one condition `account_id = $1 OR alias_id IN (...)` would read and
+    // mailboxes' (kept in alias_counts, less the reader's own archive marks, when nothing narrows
+    // the view; else counted); one condition `account_id = $1 OR alias_id IN (...)` would read and
     // sort all of them for any page. In the search index, partitioned by account, each shared
     // mailbox is picked with its owner too (one partition), its words and marks as its own.
     const split: ListSplit | undefined = reach.shared
@@ -238,6 +247,8 @@ export const listConditions = ({ access, search, sql }: ListServices, accountId:
         ownCounted,
         mailboxes: reach.sharedMailboxes.map((s) => sql.and(conditionsOn(sql`m.alias_id = ${s.aliasId}`, s.ownerId, "shared").conditions)),
         shared: sql.and(conditionsOn(sql`m.alias_id IN ${sql.in(reach.sharedMailboxes.map((s) => s.aliasId))}`, reach.owners, "shared").conditions),
+        sharedAliases: reach.sharedMailboxes.map((s) => s.aliasId),
+        sharedCounted: ownCounted,
         // Each owner's shared mailboxes together (one partition, one scan of its words), once for
         // the rows its owner archived and once for the others: the index's words are kept in two
         // partial GIN indexes by the owner's mark (migration 0017), which only a condition on it

@@ -149,9 +149,28 @@ export class Messages extends Context.Service<Messages, {
         ? sql`(SELECT count(*)::int FROM messages m WHERE ${where})`
         : sql`coalesce((SELECT ${view === "mailbox" ? sql`in_mailbox - archived` : view === "archive" ? sql`archived` : sql`trashed`} FROM mailbox_counts WHERE account_id = ${accountId}), 0)`
 
-    /** `total` of a guest's list (ListSplit): its own mail's, kept or counted, plus its shared mailboxes' counted. */
+    /**
+     * `total` of a guest's shared mailboxes (ListSplit), as a scalar expression: for the plain
+     * mailbox, archive and trash, from their counts kept in alias_counts (migration 0025) and the
+     * reader's own archive marks on their mail outside the trash, counted on two indexes alone
+     * (message_states_archived, the reader's marks, joined to messages_alias_mailbox, the
+     * mailboxes' ids outside the trash; migration 0025); else their messages counted.
+     */
+    const sharedTotalOf = (accountId: number, split: ListSplit) => {
+      const view = split.sharedCounted
+      if (view === undefined || split.sharedAliases.length === 0) return totalOf(accountId, split.shared, undefined)
+      const aliases = sql.in(split.sharedAliases)
+      const kept = (column: "in_mailbox" | "trashed") =>
+        sql`coalesce((SELECT sum(${sql.literal(column)})::int FROM alias_counts WHERE alias_id IN ${aliases}), 0)`
+      if (view === "trash") return kept("trashed")
+      const archived = sql`(SELECT count(*)::int FROM message_states s JOIN messages m ON m.id = s.message_id
+        WHERE s.account_id = ${accountId} AND s.archived AND m.alias_id IN ${aliases} AND m.trashed_at IS NULL)`
+      return view === "archive" ? archived : sql`(${kept("in_mailbox")} - ${archived})`
+    }
+
+    /** `total` of a guest's list (ListSplit): its own mail's plus its shared mailboxes', each kept or counted. */
     const splitTotalOf = (accountId: number, split: ListSplit) =>
-      sql`(${totalOf(accountId, split.own, split.ownCounted)} + ${totalOf(accountId, split.shared, undefined)})`
+      sql`(${totalOf(accountId, split.own, split.ownCounted)} + ${sharedTotalOf(accountId, split)})`
 
     const list = Effect.fn("Messages.list")(function*(accountId: number, filters: ListPage) {
       const { cursor, limit = 50, tail = false, ...rest } = filters
