@@ -312,6 +312,55 @@ describe("the pipeline's rules step", () => {
     expect(await h.query("SELECT account_id FROM message_states WHERE message_id = $1", [id])).toEqual([{ account_id: owner.accountId }])
   })
 
+  it("keeps the alias's unreadCount equal to a plain count through rules, a guest's reads, trash, restore, a permanent delete and the fold", async () => {
+    const { session: owner, alias } = await mailbox()
+    const guest = await h.signup({ plan: "pro" })
+    await shareMailbox(h, { session: owner }, { session: guest }, { aliasId: alias.id, email: guest.email, role: "collaborator" })
+    await createRule(owner, { name: "receipts", match: { subject: "receipt" }, actions: [{ type: "mark_read" }] })
+    await createRule(owner, { name: "junk", match: { subject: "junk" }, actions: [{ type: "trash" }] })
+    const plain = async () => {
+      const [row] = await h.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM messages m WHERE m.alias_id = $1 AND m.trashed_at IS NULL
+           AND NOT EXISTS (SELECT 1 FROM message_states s WHERE s.message_id = m.id AND s.account_id = m.account_id AND s.is_read)`,
+        [alias.id]
+      )
+      return row!.n
+    }
+    const expectExact = async (expected: number) => {
+      const items = (await h.request<{ items: Array<{ id: number; unreadCount: number }> }>("/aliases", { session: owner })).body.items
+      expect([items.find((a) => a.id === alias.id)!.unreadCount, await plain()]).toEqual([expected, expected])
+    }
+    const act = async (path: string, method: string, body?: Record<string, unknown>, session = owner) => {
+      const answer = await h.request(path, { method, session, ...(body === undefined ? {} : { body }) })
+      expect(answer.status, answer.text).toBeLessThan(300)
+    }
+
+    const [receipt, hello, otherReceipt, otherHello, junk] = [
+      ...await deliver(h, { session: owner }, alias.id, 1, { subject: "receipt 1" }),
+      ...await deliver(h, { session: owner }, alias.id, 1, { subject: "hello" }),
+      ...await deliver(h, { session: owner }, alias.id, 1, { subject: "receipt 2" }),
+      ...await deliver(h, { session: owner }, alias.id, 1, { subject: "hello again" }),
+      ...await deliver(h, { session: owner }, alias.id, 1, { subject: "junk" })
+    ]
+    expect((await detail(h, { session: owner }, junk!)).trashedAt).not.toBeNull()
+    await expectExact(2)
+    await act(`/messages/${hello}`, "PATCH", { isRead: true }, guest) // a guest's read mark is its own
+    await expectExact(2)
+    await act(`/messages/${junk}/restore`, "POST") // the rule's trash, undone: unread again
+    await expectExact(3)
+    await act(`/messages/${receipt}`, "DELETE") // read by a rule: the count does not move
+    await act(`/messages/${receipt}/restore`, "POST")
+    await expectExact(3)
+    await act(`/messages/${otherReceipt}`, "PATCH", { isRead: false })
+    await expectExact(4)
+    expect(await h.worker.foldUnread()).toBeGreaterThan(0)
+    await expectExact(4)
+    await act(`/messages/${otherHello}?permanent=1`, "DELETE")
+    await expectExact(3)
+    const [row] = await h.query<{ unread_count: number }>("SELECT unread_count FROM aliases WHERE id = $1", [alias.id])
+    expect(row!.unread_count).toBe(3)
+  })
+
   it("feeds a tag-mode webhook: the endpoint gets the message a rule tagged, and not one it did not", async () => {
     const { session, alias } = await mailbox()
     const tag = await createTag(session, "hooked")

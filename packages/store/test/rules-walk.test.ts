@@ -1,13 +1,14 @@
 /**
  * The pipeline's rules step (store/src/rules/RuleWalk.ts) without the HTTP server: a retried
  * pipeline job applies a rule's marks, tags and unread count once, whichever claim stores first
- * and however often a store is repeated.
+ * and however often a store is repeated; the unread count stays exact without the step writing
+ * (or waiting for) the aliases row ingest updates; a batch's own pins never pass maxPinned.
  */
 import { assert, layer } from "@effect/vitest"
 import { analyzeMessage, buildTestMessage, parseMessage, workedMail } from "@burnbox/domain/mail/index"
-import { ClaimTimeoutMs, Entitlements, MailQueue, Mailstore, type ProcessedMessage, Rules } from "@burnbox/store"
+import { ClaimTimeoutMs, Entitlements, foldUnreadDeltas, MailQueue, Mailstore, type ProcessedMessage, Rules, unreadCountOf } from "@burnbox/store"
 import { seedAlias, TestDatabase } from "@burnbox/testkit"
-import { Clock, Effect, Layer } from "effect"
+import { Clock, Deferred, Effect, Fiber, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { TestClock } from "effect/testing"
 
@@ -29,6 +30,27 @@ const worked = (claimed: ProcessedMessage["message"]) =>
     return { message: claimed, mail: workedMail(result.message, analyzeMessage(result.message)), auth: { spf: null, dkim: null, dmarc: null }, events: [] }
   })
 
+/** The alias's unread count as the API reads it, its aliases row's own column, and a plain count of the owner's unread mail outside the trash. */
+const unreadCounts = (aliasId: number) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const [row] = yield* sql<{ counted: number; row: number; plain: number }>`
+      SELECT ${unreadCountOf(sql, "al")} AS counted, al.unread_count AS row,
+             (SELECT count(*)::int FROM messages m WHERE m.alias_id = al.id AND m.trashed_at IS NULL
+                AND NOT EXISTS (SELECT 1 FROM message_states s WHERE s.message_id = m.id AND s.account_id = m.account_id AND s.is_read)) AS plain
+      FROM aliases al WHERE al.id = ${aliasId}`
+    return row!
+  })
+
+/** Claims every queued message at once and stores them as one batch of the pipeline. */
+const storeOneBatch = (size: number) =>
+  Effect.gen(function*() {
+    const queue = yield* MailQueue
+    const claimed = yield* queue.claimUpTo(size)
+    assert.strictEqual(claimed.length, size)
+    return yield* Effect.forEach(claimed, worked)
+  })
+
 const Store = Layer.mergeAll(MailQueue.layer, Mailstore.layer, Rules.layer.pipe(Layer.provide(Entitlements.layer))).pipe(Layer.provideMerge(TestDatabase))
 
 layer(Store)("the rules step", (it) => {
@@ -46,7 +68,7 @@ layer(Store)("the rules step", (it) => {
         actions: [{ type: "tag", tagId: tag!.id }, { type: "mark_read" }, { type: "star" }]
       })
       const id = yield* accept(aliasId, accountId, address, "your code")
-      const unreadBefore = (yield* sql<{ unread_count: number }>`SELECT unread_count FROM aliases WHERE id = ${aliasId}`)[0]!.unread_count
+      const unreadBefore = (yield* unreadCounts(aliasId)).counted
 
       const [first] = yield* queue.claim
       yield* TestClock.adjust(ClaimTimeoutMs + 1)
@@ -62,7 +84,68 @@ layer(Store)("the rules step", (it) => {
       assert.deepStrictEqual(tags, [{ account_id: accountId, tag_id: tag!.id }])
       const states = yield* sql`SELECT account_id, is_read, starred, pinned, archived FROM message_states WHERE message_id = ${id}`
       assert.deepStrictEqual(states, [{ account_id: accountId, is_read: true, starred: true, pinned: false, archived: false }])
-      const [alias] = yield* sql<{ unread_count: number }>`SELECT unread_count FROM aliases WHERE id = ${aliasId}`
-      assert.strictEqual(alias!.unread_count, unreadBefore - 1)
+      const counts = yield* unreadCounts(aliasId)
+      assert.deepStrictEqual([counts.counted, counts.plain], [unreadBefore - 1, unreadBefore - 1])
+    }))
+
+  it.effect("the unread count stays exact through the rules step and the fold, and the step never waits for the aliases row ingest holds", () =>
+    Effect.gen(function*() {
+      const queue = yield* MailQueue
+      const rules = yield* Rules
+      const sql = yield* SqlClient.SqlClient
+      const { accountId, address, aliasId } = yield* seedAlias("ruled.otter.2")
+      yield* rules.create(accountId, { name: "read receipts", match: { subject: "receipt" }, actions: [{ type: "mark_read" }, { type: "star" }] })
+      for (const subject of ["receipt 1", "hello", "receipt 2", "receipt 3", "hello again"]) yield* accept(aliasId, accountId, address, subject)
+      yield* foldUnreadDeltas(sql) // the earlier tests' corrections
+      const batch = yield* storeOneBatch(5)
+
+      // Ingest's transaction holds the alias row (as its counters' UPDATE does) while the batch is stored.
+      const locked = yield* Deferred.make<void>()
+      const release = yield* Deferred.make<void>()
+      const ingest = yield* sql.withTransaction(Effect.gen(function*() {
+        yield* sql`SELECT id FROM aliases WHERE id = ${aliasId} FOR NO KEY UPDATE`
+        yield* Deferred.succeed(locked, undefined)
+        yield* Deferred.await(release)
+      })).pipe(Effect.forkChild)
+      yield* Deferred.await(locked)
+      // Waiting here for the row would hang the test until ingest let go, which it does only after.
+      yield* queue.store(batch)
+      const whileHeld = yield* unreadCounts(aliasId)
+      yield* Deferred.succeed(release, undefined)
+      yield* Fiber.join(ingest)
+      // Exact at once; the correction is not on the row ingest counted the mail on.
+      assert.deepStrictEqual(whileHeld, { counted: 2, row: 5, plain: 2 })
+
+      assert.strictEqual(yield* foldUnreadDeltas(sql), 1)
+      assert.deepStrictEqual(yield* unreadCounts(aliasId), { counted: 2, row: 2, plain: 2 })
+      assert.strictEqual(yield* foldUnreadDeltas(sql), 0)
+      const [left] = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM alias_unread_deltas WHERE alias_id = ${aliasId}`
+      assert.strictEqual(left!.n, 0)
+    }), 60_000)
+
+  it.effect("a rule pinning every message of a batch larger than the pins to spare pins exactly up to maxPinned, oldest first", () =>
+    Effect.gen(function*() {
+      const queue = yield* MailQueue
+      const rules = yield* Rules
+      const sql = yield* SqlClient.SqlClient
+      const { accountId, address, aliasId } = yield* seedAlias("ruled.otter.3")
+      yield* sql`UPDATE accounts SET overrides = '{"maxPinned": 3}' WHERE id = ${accountId}`
+      // One pin already taken.
+      const earlier = yield* accept(aliasId, accountId, address, "pinned by hand")
+      yield* queue.store(yield* storeOneBatch(1))
+      yield* sql`INSERT INTO message_states (message_id, account_id, pinned) VALUES (${earlier}, ${accountId}, true)`
+
+      yield* rules.create(accountId, { name: "pin all", actions: [{ type: "pin" }, { type: "star" }] })
+      const ids: Array<number> = []
+      for (let i = 0; i < 5; i++) ids.push(yield* accept(aliasId, accountId, address, `mail ${i}`))
+      yield* queue.store(yield* storeOneBatch(5))
+
+      const states = yield* sql<{ message_id: number; pinned: boolean; starred: boolean }>`
+        SELECT message_id, pinned, starred FROM message_states WHERE message_id IN ${sql.in(ids)} ORDER BY message_id`
+      assert.deepStrictEqual(states.map((s) => [s.message_id, s.pinned, s.starred]), [
+        [ids[0], true, true], [ids[1], true, true], [ids[2], false, true], [ids[3], false, true], [ids[4], false, true]
+      ])
+      const [pins] = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM message_states WHERE account_id = ${accountId} AND pinned`
+      assert.strictEqual(pins!.n, 3)
     }))
 })

@@ -75,6 +75,8 @@ export interface Harness {
   /** The worker's periodic work, run once at the harness clock's time. */
   readonly worker: {
     readonly runTimers: () => Promise<{ burned: number; notified: number }>
+    /** The timers job's fold of the rules step's unread corrections into the aliases rows; answers the rows folded. */
+    readonly foldUnread: () => Promise<number>
     readonly sweepReservations: () => Promise<number>
     readonly reconcilePlan: (accountId: number) => Promise<{ paused: number; resumed: number }>
     readonly purgeExpired: () => Promise<number>
@@ -272,6 +274,7 @@ export const startHarness = async (
     cli,
     worker: {
       runTimers: () => runInHarness(aliases.runTimers),
+      foldUnread: () => runInHarness(aliases.foldUnread),
       sweepReservations: () => runInHarness(aliases.sweepReservations),
       reconcilePlan: (accountId) => runInHarness(aliases.reconcilePlan(accountId)),
       purgeExpired: () => runInHarness(mailstore.purgeExpired),

@@ -4,7 +4,8 @@
  * runs twice, or two workers racing, change nothing twice.
  *
  * - `alias-timers`, every minute: burn aliases whose self-destruct deadline passed and emit
- *   the 24-hour `alias.expiring` notices. Also sent once at start, so a worker that was down
+ *   the 24-hour `alias.expiring` notices, and fold the rules step's unread corrections into the
+ *   aliases rows. Also sent once at start, so a worker that was down
  *   catches up at once instead of at the next minute.
  * - `retention`, every five minutes: delete messages past their retention with their bytes, and
  *   protected-desk Sent records older than 90 days.
@@ -50,9 +51,12 @@ export const maintenance = Effect.gen(function*() {
   return { reservations, windows }
 })
 
+/** Alias timers, then the rules step's unread corrections folded into the aliases rows (aliases/UnreadCount.ts). */
 export const timers = Effect.gen(function*() {
   const aliases = yield* Aliases
-  return yield* aliases.runTimers
+  const fired = yield* aliases.runTimers
+  const unreadFolded = yield* aliases.foldUnread
+  return { ...fired, unreadFolded }
 })
 
 /** The scheduled work: the queues' handlers in this process, and their schedules (once across every process). */

@@ -11,6 +11,7 @@
  * without rules costs one index probe of `mail_rules_running` per message.
  */
 import type { SqlClient, Statement } from "effect/sql"
+import { unreadDeltasFragment } from "../aliases/UnreadCount.ts"
 
 /**
  * The recordset columns the walk reads of each message `u` (besides the message's own columns,
@@ -23,8 +24,8 @@ export const walkedColumns = "account_id int, alias_id int, alias_address text"
  * matching rules set (`rule_read`, `rule_starred`, `rule_pinned`, `rule_archived`, `rule_trash`,
  * null when no rule matched), the tags they name (`rule_tag_ids`), when one trashes it the
  * owner's trash window in days (`rule_trash_days`; a plan without a trash keeps the message), and
- * when one pins it whether the owner has a pin to spare (`rule_pin_room`; the messages of one
- * batch are judged on the pins before it, so a batch may pass maxPinned by its own pins). A
+ * when one pins it how many pins the owner has to spare (`rule_pin_room`: maxPinned less the
+ * owner's pins before the batch; `ruleMarks` hands them to the batch's pins in message order). A
  * rule matches when all its conditions hold (case-insensitive substrings); a matching rule with
  * `stop` ends the walk after its own actions.
  */
@@ -44,29 +45,35 @@ export const ruleWalk = (sql: SqlClient.SqlClient, plan: (account: string) => St
              CASE WHEN bool_or(r.sets_trash) THEN ${entitlement("trashRetentionDays")} END AS rule_trash_days,
              -- A pin needs room under maxPinned (the owner's pins outside the trash, as the
              -- statement's snapshot sees them): without it the pin is skipped, not failed.
-             CASE WHEN bool_or(r.sets_pinned) THEN ${entitlement("maxPinned")} > (
-               SELECT count(*) FROM message_states ps JOIN messages pm ON pm.id = ps.message_id
+             CASE WHEN bool_or(r.sets_pinned) THEN ${entitlement("maxPinned")} - (
+               SELECT count(*)::int FROM message_states ps JOIN messages pm ON pm.id = ps.message_id
                WHERE ps.account_id = u.account_id AND ps.pinned AND pm.trashed_at IS NULL)
              END AS rule_pin_room
       FROM (
         SELECT r.sets_read, r.sets_starred, r.sets_pinned, r.sets_archived, r.sets_trash, r.tag_ids,
                coalesce(bool_or(r.stop) OVER (ORDER BY r.position, r.id ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), false) AS stopped
         FROM (
-          -- The message's texts lowered once, only for an account with rules to run.
+          -- The message's texts lowered once, only for an account with rules to run: the rules
+          -- are a LATERAL of these texts (kept a subquery by OFFSET 0, as the texts are), so the
+          -- texts are the outer side of the join and are not lowered again for each rule (as a
+          -- plain join, the planner put them inside the loop over the rules: 50 lowerings each).
           SELECT lower(coalesce(u.sender_text, '')) AS sender,
                  lower(u.alias_address || ' ' || coalesce(u.headers ->> 'to', '')) AS recipients,
                  lower(coalesce(u.subject, '')) AS subject,
                  lower(coalesce(u.text_body, u.search_text, '')) AS body
           WHERE EXISTS (SELECT 1 FROM mail_rules x WHERE x.account_id = u.account_id AND x.enabled AND NOT x.beyond_cap)
           OFFSET 0) msg
-        JOIN mail_rules r ON r.account_id = u.account_id AND r.enabled AND NOT r.beyond_cap
-        WHERE (r.alias_id IS NULL OR r.alias_id = u.alias_id)
-          AND (r.match_from IS NULL OR strpos(msg.sender, r.match_from) > 0)
-          AND (r.match_to IS NULL OR strpos(msg.recipients, r.match_to) > 0)
-          AND (r.match_subject IS NULL OR strpos(msg.subject, r.match_subject) > 0)
-          AND (r.match_body IS NULL OR strpos(msg.body, r.match_body) > 0)
-          AND (r.match_has_attachment IS NULL OR r.match_has_attachment = coalesce(u.has_attachments, false))
-          AND (r.match_has_otp IS NULL OR r.match_has_otp = (jsonb_array_length(coalesce(u.otp_codes, '[]'::jsonb)) > 0))
+        CROSS JOIN LATERAL (
+          SELECT r.* FROM mail_rules r
+          WHERE r.account_id = u.account_id AND r.enabled AND NOT r.beyond_cap
+            AND (r.alias_id IS NULL OR r.alias_id = u.alias_id)
+            AND (r.match_from IS NULL OR strpos(msg.sender, r.match_from) > 0)
+            AND (r.match_to IS NULL OR strpos(msg.recipients, r.match_to) > 0)
+            AND (r.match_subject IS NULL OR strpos(msg.subject, r.match_subject) > 0)
+            AND (r.match_body IS NULL OR strpos(msg.body, r.match_body) > 0)
+            AND (r.match_has_attachment IS NULL OR r.match_has_attachment = coalesce(u.has_attachments, false))
+            AND (r.match_has_otp IS NULL OR r.match_has_otp = (jsonb_array_length(coalesce(u.otp_codes, '[]'::jsonb)) > 0))
+          OFFSET 0) r
       ) r
       LEFT JOIN LATERAL unnest(r.tag_ids) AS t(tag_id) ON true
       WHERE NOT r.stopped
@@ -86,23 +93,33 @@ export const ruleTrashSet = (sql: SqlClient.SqlClient, at: Date) =>
 
 /** The RETURNING items the marks' steps read of the stored rows `s`. */
 export const ruleReturning = (sql: SqlClient.SqlClient, at: Date) =>
-  sql`rl.rule_read, rl.rule_starred, rl.rule_pinned AND rl.rule_pin_room AS rule_pinned, rl.rule_archived, rl.rule_tag_ids,
+  sql`rl.rule_read, rl.rule_starred, rl.rule_pinned, rl.rule_pin_room, rl.rule_archived, rl.rule_tag_ids,
       (rl.rule_trash AND m.trashed_at = ${at}) AS rule_trashed`
 
 /**
  * The data-modifying steps that write the walk's marks on the stored rows `stored` (a CTE with
  * id, account_id, alias_id, trashed_at and `ruleReturning`): the owner's marks (never a guest's:
  * `account_id` is the mailbox's owner), the owner's tags that still exist (a deleted tag is
- * skipped), and the alias's unread count for mail a rule read or trashed that the owner had not read.
+ * skipped), and the unread count of the alias for mail a rule read or trashed that the owner had
+ * not read.
+ *
+ * Pins: the owner's spare pins go to the batch's pinned messages outside the trash in id order,
+ * so a batch never passes maxPinned by its own pins; the rest are left unpinned (a pin in the
+ * trash does not count, as for a reader's pin). The unread count is appended as a correction
+ * (aliases/UnreadCount.ts), not written on the aliases row ingest updates for every batch.
  */
 export const ruleMarks = (sql: SqlClient.SqlClient, stored: string) =>
   sql`
+    rule_pins AS (
+      SELECT s.id, s.trashed_at IS NOT NULL
+                   OR row_number() OVER (PARTITION BY s.account_id, s.trashed_at IS NULL ORDER BY s.id) <= s.rule_pin_room AS pinned
+      FROM ${sql(stored)} s WHERE s.rule_pinned),
     rule_marked AS (
       INSERT INTO message_states (message_id, account_id, is_read, starred, pinned, archived)
-      SELECT s.id, s.account_id, coalesce(s.rule_read, false), coalesce(s.rule_starred, false), coalesce(s.rule_pinned, false),
+      SELECT s.id, s.account_id, coalesce(s.rule_read, false), coalesce(s.rule_starred, false), coalesce(p.pinned, false),
              coalesce(s.rule_archived, false) AND s.trashed_at IS NULL
-      FROM ${sql(stored)} s
-      WHERE s.rule_read OR s.rule_starred OR s.rule_pinned OR (s.rule_archived AND s.trashed_at IS NULL)
+      FROM ${sql(stored)} s LEFT JOIN rule_pins p ON p.id = s.id
+      WHERE s.rule_read OR s.rule_starred OR p.pinned OR (s.rule_archived AND s.trashed_at IS NULL)
       ON CONFLICT (message_id, account_id) DO UPDATE SET
         is_read = message_states.is_read OR excluded.is_read, starred = message_states.starred OR excluded.starred,
         pinned = message_states.pinned OR excluded.pinned, archived = message_states.archived OR excluded.archived),
@@ -116,10 +133,4 @@ export const ruleMarks = (sql: SqlClient.SqlClient, stored: string) =>
       WHERE (s.rule_read OR s.rule_trashed)
         AND NOT EXISTS (SELECT 1 FROM message_states o WHERE o.message_id = s.id AND o.account_id = s.account_id AND o.is_read)
       GROUP BY s.alias_id),
-    rule_unread AS (
-      -- The aliases' rows locked in id order, as every writer of their counters locks them, so two
-      -- batches of several aliases never wait for each other crosswise.
-      UPDATE aliases al SET unread_count = greatest(0, al.unread_count - c.n)
-      FROM (SELECT id FROM aliases WHERE id IN (SELECT alias_id FROM rule_read_counts) ORDER BY id FOR NO KEY UPDATE) locked
-      JOIN rule_read_counts c ON c.alias_id = locked.id
-      WHERE al.id = locked.id)`
+    rule_unread AS (${unreadDeltasFragment(sql, "rule_read_counts")})`
