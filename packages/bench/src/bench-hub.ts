@@ -19,7 +19,6 @@
  * Environment: HUB_SUBSCRIBERS (10), HUB_RATE (200), HUB_SECONDS (5), HUB_BURST (500),
  * HUB_BURSTS (5), BENCH_LOG_DIR, BENCH_BURNBOX_ROOT (measure another tree, e.g. a snapshot of main).
  */
-import { openSse, type SseSubscription } from "@burnbox/testkit/SseClient"
 import { Burnbox, serviceSource, Session } from "./lib/burnbox.ts"
 import { cpuShare, cpuSnapshot, distribution, type Distribution, envInt, epochMs, fmt, loadAverage, sleep, table } from "./lib/common.ts"
 
@@ -40,25 +39,8 @@ const main = async (): Promise<number> => {
   session.afterCleanup(() => burnbox.summarizeLog())
   await burnbox.start("start")
   await burnbox.setupAccount(email)
-  const login = await fetch(`${burnbox.baseUrl}/api/v1/auth/login`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ email, password: "bench password" })
-  })
-  const cookie = /service_session=([^;]+)/.exec(login.headers.get("set-cookie") ?? "")?.[1]
-  if (login.status >= 300 || cookie === undefined) throw new Error(`sign-in answered ${login.status}`)
-  const bootstrap = await (await fetch(`${burnbox.baseUrl}/api/v1/bootstrap`, { headers: { cookie: `service_session=${cookie}` } })).json() as {
-    mercure: { hubUrl: string; topic: string }
-  }
-  const accountId = Number(/\/accounts\/(\d+)$/.exec(bootstrap.mercure.topic)?.[1])
-  const hubPath = new URL(bootstrap.mercure.hubUrl).pathname
-  const subscribers: Array<SseSubscription> = []
-  for (let i = 0; i < subscriberCount; i++) {
-    const sse = await openSse(`${burnbox.baseUrl}${hubPath}?topic=${encodeURIComponent(bootstrap.mercure.topic)}`, { cookie: `service_session=${cookie}` })
-    if (sse.status !== 200) throw new Error(`the hub answered ${sse.status}`)
-    subscribers.push(sse)
-  }
-  log(`${subscribers.length} SSE subscribers on ${bootstrap.mercure.topic}; service: ${serviceSource()}`)
+  const { subscribers, topic, accountId } = await burnbox.hubSubscribers(email, subscriberCount)
+  log(`${subscribers.length} SSE subscribers on ${topic}; service: ${serviceSource()}`)
 
   const publisher = await burnbox.db()
   const listener = await burnbox.db()

@@ -23,7 +23,7 @@
  * REALTIME_SECONDS (5), REALTIME_LOW_RATE (5), REALTIME_CONNECTIONS (20), BENCH_LOG_DIR,
  * BENCH_BURNBOX_ROOT.
  */
-import { openSse, type SseSubscription } from "@burnbox/testkit/SseClient"
+import type { SseSubscription } from "@burnbox/testkit/SseClient"
 import { Burnbox, Session } from "./lib/burnbox.ts"
 import { distribution, type Distribution, envInt, epochMs, fmt, loadAverage, sleep, table } from "./lib/common.ts"
 import { countsText, messageFactory, runSmtpLoad } from "./lib/smtp.ts"
@@ -50,25 +50,9 @@ const main = async (): Promise<number> => {
   const token = await burnbox.setupAccount(email)
   const aliases = await burnbox.claimAliases(email, token, aliasCount)
 
-  // A browser session: the hub authorizes its cookie for the account's own topic.
-  const login = await fetch(`${burnbox.baseUrl}/api/v1/auth/login`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ email, password: "bench password" })
-  })
-  const cookie = /service_session=([^;]+)/.exec(login.headers.get("set-cookie") ?? "")?.[1]
-  if (login.status >= 300 || cookie === undefined) throw new Error(`sign-in answered ${login.status}`)
-  const bootstrap = await (await fetch(`${burnbox.baseUrl}/api/v1/bootstrap`, { headers: { cookie: `service_session=${cookie}` } })).json() as {
-    mercure: { hubUrl: string; topic: string }
-  }
-  const hubPath = new URL(bootstrap.mercure.hubUrl).pathname
-  const subscribers: Array<SseSubscription> = []
-  for (let i = 0; i < subscriberCount; i++) {
-    const sse = await openSse(`${burnbox.baseUrl}${hubPath}?topic=${encodeURIComponent(bootstrap.mercure.topic)}`, { cookie: `service_session=${cookie}` })
-    if (sse.status !== 200) throw new Error(`the hub answered ${sse.status}`)
-    subscribers.push(sse)
-  }
-  log(`${aliases.length} aliases, ${subscribers.length} SSE subscribers on ${bootstrap.mercure.topic}`)
+  // Browser sessions: the hub authorizes their cookie for the account's own topic.
+  const { subscribers, topic } = await burnbox.hubSubscribers(email, subscriberCount)
+  log(`${aliases.length} aliases, ${subscribers.length} SSE subscribers on ${topic}`)
 
   const listener = await burnbox.db()
   const notified = new Map<number, number>()

@@ -50,6 +50,11 @@ const benchmarks: ReadonlyArray<Benchmark> = [
     env: { REALTIME_SUBSCRIBERS: "1", REALTIME_ALIASES: "1", REALTIME_RATE: "5", REALTIME_SECONDS: "1", REALTIME_LOW_RATE: "0", REALTIME_CONNECTIONS: "1" },
     table: /^\| ms, per message +\| +n \|.*\n.*\n\| 5 msg\/s: 250 -> SSE event/m
   },
+  {
+    script: "bench:hub",
+    env: { HUB_SECONDS: "1", HUB_RATE: "20", HUB_BURSTS: "1", HUB_BURST: "20", HUB_SUBSCRIBERS: "2" },
+    table: /^\| ms, per update and subscriber +\| +n \|/m
+  },
   { script: "bench:bigmail", env: { BIGMAIL_BYTES: "200000", BIGMAIL_KINDS: "text", BIGMAIL_CONCURRENCY: "1" }, table: /^\| reference: smtp-server alone, storing nothing +\| +bytes \|/m },
   { script: "crash:smtp", env: { CRASH_ROUNDS: "1", CRASH_AFTER_MS: "500", CRASH_CONNECTIONS: "2" }, table: /^\| +\| +round 1 \|/m },
   {

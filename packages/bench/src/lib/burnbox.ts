@@ -11,6 +11,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { removeCluster } from "@burnbox/store"
 import { exited, repositoryRoot, ServiceProcess, waitForExit } from "@burnbox/testkit"
+import { openSse, type SseSubscription } from "@burnbox/testkit/SseClient"
 import pg from "pg"
 import { sleep } from "./common.ts"
 
@@ -294,6 +295,32 @@ export class Burnbox {
     }
     if (run.code !== 0 || "error" in parsed) throw new Error(`${what} failed (exit ${run.code}): ${JSON.stringify(parsed)}`)
     return parsed
+  }
+
+  /**
+   * `count` browser subscriptions of `email`'s account on the Mercure hub, as EventSource makes
+   * them: signed in (the benchmark account's password), the hub's URL and topic read from the
+   * cookie bootstrap, GET {hub}?topic=... with the session cookie.
+   */
+  async hubSubscribers(email: string, count: number): Promise<{ subscribers: Array<SseSubscription>; topic: string; accountId: number }> {
+    const login = await fetch(`${this.baseUrl}/api/v1/auth/login`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ email, password: "bench password" })
+    })
+    const cookie = /service_session=([^;]+)/.exec(login.headers.get("set-cookie") ?? "")?.[1]
+    if (login.status >= 300 || cookie === undefined) throw new Error(`sign-in answered ${login.status}`)
+    const bootstrap = await (await fetch(`${this.baseUrl}/api/v1/bootstrap`, { headers: { cookie: `service_session=${cookie}` } })).json() as {
+      mercure: { hubUrl: string; topic: string }
+    }
+    const { hubUrl, topic } = bootstrap.mercure
+    const subscribers: Array<SseSubscription> = []
+    for (let i = 0; i < count; i++) {
+      const sse = await openSse(`${this.baseUrl}${new URL(hubUrl).pathname}?topic=${encodeURIComponent(topic)}`, { cookie: `service_session=${cookie}` })
+      if (sse.status !== 200) throw new Error(`the hub answered ${sse.status}`)
+      subscribers.push(sse)
+    }
+    return { subscribers, topic, accountId: Number(/\/accounts\/(\d+)$/.exec(topic)?.[1]) }
   }
 
   /** Lines of the service log mentioning errors, for the report. */
