@@ -410,7 +410,8 @@ export class Aliases extends Context.Service<Aliases, {
         })
         if (first.reservation_id === null) return yield* new ReservationCapReached({ limit: cap })
         const picked = first.candidates.map((row) => ({ id: row.id, localPart: row.local_part }))
-        // Taken addresses were skipped: draw again for them (rare).
+        // Taken addresses were skipped: draw again for them (rare; the reservation is already
+        // committed, and these statements add to it under its id).
         for (let round = 0; picked.length < CandidatesPerReservation && round < 20; round++) {
           const inserted = yield* insertCandidates({
             accountId,
@@ -610,7 +611,7 @@ export class Aliases extends Context.Service<Aliases, {
         return yield* Effect.fail(new ReservationUnavailable())
       })
       // The plan changed between the two reads (rare), or the statement was a deadlock's victim
-      // (its account row update meets mail being stored; it was rolled back whole): decide again.
+      // (rolled back whole): decide again.
       let claimedId = Option.none<number>()
       for (let round = 0; Option.isNone(claimedId); round++) {
         if (round === 5) return yield* Effect.die(new Error(`a claim of account ${accountId} could not be decided in 5 rounds`))
