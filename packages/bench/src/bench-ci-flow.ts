@@ -24,7 +24,8 @@
  *    burnbox flow spends its time.
  *
  * Environment: CIFLOW_CONCURRENCY (16,64), CIFLOW_SECONDS (10), CIFLOW_WARMUP_SECONDS (2),
- * CIFLOW_MAILDEV (1; 0 skips it), MAILDEV_BIN, BENCH_LOG_DIR, BENCH_BURNBOX_ROOT.
+ * CIFLOW_MAILDEV (1; 0 skips it), CIFLOW_STATEMENTS (0; 1 loads pg_stat_statements and prints the
+ * statements of a flow: calls and execution time per flow, for each burnbox phase), MAILDEV_BIN, BENCH_LOG_DIR, BENCH_BURNBOX_ROOT.
  */
 import { execFile } from "node:child_process"
 import { cpus } from "node:os"
@@ -32,7 +33,7 @@ import { createServer } from "node:net"
 import { join } from "node:path"
 import { createClient } from "@burnbox/client"
 import { fakeMail, SmtpClient } from "@burnbox/testkit"
-import { Burnbox, sampleWaits, serviceSource, Session, type Waits, waitsByStatementText, waitsText } from "./lib/burnbox.ts"
+import { Burnbox, type PgClient, sampleWaits, serviceSource, Session, type StatementStat, statementStats, type Waits, waitsByStatementText, waitsText } from "./lib/burnbox.ts"
 import { cpuShare, cpuSnapshot, type CpuShare, distribution, type Distribution, envInt, epochMs, fmt, loadAverage, sleep, table } from "./lib/common.ts"
 import { findTools, startMaildev } from "./lib/smtp.ts"
 
@@ -40,6 +41,7 @@ const concurrencies = (process.env["CIFLOW_CONCURRENCY"] ?? "16,64").split(",").
 const seconds = envInt("CIFLOW_SECONDS", 10, 1)
 const warmupSeconds = envInt("CIFLOW_WARMUP_SECONDS", 2, 0)
 const withMaildev = process.env["CIFLOW_MAILDEV"] !== "0"
+const withStatements = process.env["CIFLOW_STATEMENTS"] === "1"
 const pollMs = 100
 const goalP50 = 20
 const goalP99 = 100
@@ -67,6 +69,8 @@ interface FlowTiming {
 
 const ms = (n: number) => fmt(n, 1)
 const rate = (p: Phase) => p.flows / (p.elapsedMs / 1000)
+/** A CPU share (% of one core over the phase) as milliseconds per flow. */
+const cpuPerFlow = (p: Phase, percent: number) => (percent / 100) * p.elapsedMs / Math.max(1, p.flows)
 const verdict = (ok: boolean | undefined) => ok === undefined ? "not judged" : ok ? "MET" : "NOT MET"
 
 const randomCode = () => String(100_000 + Math.floor(Math.random() * 900_000))
@@ -145,6 +149,28 @@ const runPhase = async (
   }
 }
 
+/** A phase's PostgreSQL statements (pg_stat_statements) per flow: the most called, then the longest. */
+const statementsPerFlow = (jobs: number, flows: number, statements: ReadonlyArray<StatementStat>): Array<string> => {
+  const perFlow = (n: number, digits = 2) => fmt(n / Math.max(1, flows), digits)
+  const calls = statements.reduce((sum, s) => sum + s.calls, 0)
+  const execMs = statements.reduce((sum, s) => sum + s.ms, 0)
+  const rows = (list: ReadonlyArray<StatementStat>) => list.slice(0, Number(process.env["CIFLOW_STATEMENTS_ROWS"] ?? 14)).map((s) => [
+    s.query.replace(/\s+/g, " ").trim().slice(0, Number(process.env["CIFLOW_STATEMENTS_WIDTH"] ?? 90)),
+    perFlow(s.calls),
+    perFlow(s.ms, 3),
+    fmt(s.rows / Math.max(1, s.calls), 1)
+  ])
+  const header = ["statement", "calls/flow", "exec ms/flow", "rows/call"]
+  return [
+    "",
+    `${jobs} jobs: PostgreSQL statements per flow (pg_stat_statements over ${flows} flows, foreign keys' checks and actions included): ` +
+    `${perFlow(calls, 1)} statements, ${perFlow(execMs, 2)} ms of execution. The most called:`,
+    table(header, rows([...statements].sort((a, b) => b.calls - a.calls))),
+    "The longest (execution, waits for locks included):",
+    table(header, rows(statements))
+  ]
+}
+
 const record = (steps: Map<string, Array<number>>, name: string, duration: number) => {
   const list = steps.get(name) ?? []
   list.push(duration)
@@ -179,7 +205,7 @@ const maildevBin = async (): Promise<string | undefined> => {
 const main = async (): Promise<number> => {
   const burnbox = await Burnbox.create(session, { logName: "bench-ci-flow" })
   session.afterCleanup(() => burnbox.summarizeLog())
-  await burnbox.start("start")
+  const statsDb: PgClient | undefined = withStatements ? await burnbox.startWithStatementStats("start") : (await burnbox.start("start"), undefined)
   const token = await burnbox.setupAccount(email, "read,manage-aliases")
   const cap = 1_000_000
   await burnbox.cli(["admin", "account", "override", "--email", email, "--set", `activeAliasCap=${cap},aliasLifetimeCap=${cap},claimsPerDay=${cap}`])
@@ -267,14 +293,16 @@ const main = async (): Promise<number> => {
     if (maildevWeb !== undefined) await runPhase(4, warmupSeconds, maildevPid, steps, maildevFlow)
   }
 
-  const results: Array<{ jobs: number; burnbox: Phase; maildev: Phase | undefined; load: string; waits: Waits }> = []
+  const results: Array<{ jobs: number; burnbox: Phase; maildev: Phase | undefined; load: string; waits: Waits; statements: Array<StatementStat> }> = []
   const sampler = await burnbox.db()
   for (const jobs of concurrencies) {
     steps = new Map()
     log(`burnbox: ${jobs} jobs for ${seconds} s (load average ${loadAverage()})`)
+    if (statsDb !== undefined) await statsDb.query("SELECT pg_stat_statements_reset()")
     const sampling = sampleWaits(sampler)
     const b = await runPhase(jobs, seconds, burnbox.pid, steps, burnboxFlow)
     const waits = await sampling.stop()
+    const statements = statsDb === undefined ? [] : await statementStats(statsDb)
     burnbox.checkAlive()
     log(`burnbox: ${b.flows} flows, ${b.errors} errors${b.firstErrors.length > 0 ? `: ${b.firstErrors.join(" | ")}` : ""}`)
     let m: Phase | undefined
@@ -284,7 +312,7 @@ const main = async (): Promise<number> => {
       m = await runPhase(jobs, seconds, maildevPid, steps, maildevFlow)
       log(`maildev: ${m.flows} flows, ${m.errors} errors${m.firstErrors.length > 0 ? `: ${m.firstErrors.join(" | ")}` : ""}`)
     }
-    results.push({ jobs, burnbox: b, maildev: m, load: loadAverage(), waits })
+    results.push({ jobs, burnbox: b, maildev: m, load: loadAverage(), waits, statements })
   }
 
   const unavailable = "unavailable"
@@ -330,6 +358,8 @@ const main = async (): Promise<number> => {
     `service: ${serviceSource()}`,
     table(["flows (claim, mail, wait, code, burn)", "flows/s", "250->code p50", "p99", "flow p50", "p99", "errors", "server CPU %", "bench CPU %"], rows),
     ...goals.map((g) => `  ${g}`),
+    ...results.map(({ jobs, burnbox: b, maildev: m }) => `  ${jobs} jobs: CPU per flow, burnbox node ${ms(cpuPerFlow(b, b.cpu.serverProcess))} ms + ` +
+      `PostgreSQL ${ms(cpuPerFlow(b, b.cpu.server - b.cpu.serverProcess))} ms` + (m === undefined ? "" : `; maildev ${ms(cpuPerFlow(m, m.cpu.server))} ms`)),
     ...results.flatMap(({ jobs, burnbox: b, maildev: m }) => [...b.firstErrors.map((e) => `  ${jobs} jobs burnbox error: ${e}`), ...(m?.firstErrors ?? []).map((e) => `  ${jobs} jobs maildev error: ${e}`)]),
     "",
     "Where the time goes (ms; indented rows are the HTTP requests inside the step above them, and in brackets its split at the",
@@ -337,6 +367,7 @@ const main = async (): Promise<number> => {
     table(["step", "n", "p50", "p99", "mean"], breakdown),
     "burnbox's PostgreSQL backends with work in hand, sampled every 50 ms (what they wait for; by statement):",
     ...results.flatMap(({ jobs, waits }) => [`  ${jobs} jobs: ${waitsText(waits)}`, `    ${waitsByStatementText(waits, 8)}`]),
+    ...results.flatMap(({ jobs, burnbox: b, statements }) => statements.length === 0 ? [] : statementsPerFlow(jobs, b.flows, statements)),
     "",
     "Method: each job repeats the flow until the phase's time is up (a flow started in time finishes); flows/s counts the",
     "flows completed over the phase's wall time. 250 -> code runs from the DATA reply of a fresh SMTP connection to the code",

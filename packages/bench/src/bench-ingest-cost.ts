@@ -15,7 +15,7 @@
 import { readdirSync, readFileSync } from "node:fs"
 import { cpus } from "node:os"
 import { cpuSnapshot, envInt, fmt, loadAverage, table, waitFor } from "./lib/common.ts"
-import { Burnbox, type PgClient, Session } from "./lib/burnbox.ts"
+import { Burnbox, type PgClient, Session, statementStats } from "./lib/burnbox.ts"
 import { findTools, messageFactory, postfixHint, runSmtpLoad, runSmtpSource } from "./lib/smtp.ts"
 
 const messages = envInt("COST_MESSAGES", 20_000, 100)
@@ -85,16 +85,7 @@ const main = async (): Promise<number> => {
   const tools = { smtpSource: process.env["COST_GENERATOR"] === "node" ? undefined : found }
   const generator = tools.smtpSource === undefined ? "this script's SMTP client" : "smtp-source -d"
   const burnbox = await Burnbox.create(session, { logName: "ingest-cost" })
-  await burnbox.start()
-  // pg_stat_statements needs loading at PostgreSQL's start: set it, and start the service again.
-  const setup = await burnbox.db()
-  await setup.query("ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'")
-  await setup.query("ALTER SYSTEM SET pg_stat_statements.track = 'all'")
-  await burnbox.closeDb(setup)
-  await burnbox.stop()
-  await burnbox.start()
-  const db = await burnbox.db()
-  await db.query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+  const db = await burnbox.startWithStatementStats()
   const version = (await db.query<{ v: string }>("SELECT current_setting('server_version') AS v")).rows[0]!.v
   const settings = (await db.query<{ name: string; setting: string }>(
     "SELECT name, setting FROM pg_settings WHERE name IN ('synchronous_commit', 'fsync', 'wal_compression', 'full_page_writes', 'default_toast_compression')"
@@ -149,10 +140,7 @@ const main = async (): Promise<number> => {
   const stored = Number((await db.query<{ n: string }>("SELECT count(*)::text AS n FROM messages")).rows[0]!.n) - countBefore
   const rawBytes = Number((await db.query<{ n: string }>("SELECT coalesce(sum(size_bytes), 0)::text AS n FROM messages")).rows[0]!.n) - rawBefore
   const rawPerMessage = rawBytes / stored
-  const statements = (await db.query<{ query: string; calls: string; ms: string; wal: string; rows: string }>(`
-    SELECT query, calls::text, total_exec_time::text AS ms, wal_bytes::text AS wal, rows::text
-    FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
-    ORDER BY total_exec_time DESC`)).rows
+  const statements = await statementStats(db)
 
   const nodeSeconds = (a: ReturnType<typeof cpuSnapshot>, b: ReturnType<typeof cpuSnapshot>) => (b.server.root - a.server.root) / 100
   const loadedNode = nodeSeconds(cpuStart, cpuLoaded)
@@ -174,16 +162,16 @@ const main = async (): Promise<number> => {
     ["messages per WAL fsync", fmt(stored / Math.max(1, walLoaded.fsyncs - walBefore.fsyncs), 1), "", ""]
   ]))
   out.push("")
-  const totalMs = statements.reduce((sum, s) => sum + Number(s.ms), 0)
-  const totalWal = statements.reduce((sum, s) => sum + Number(s.wal), 0)
+  const totalMs = statements.reduce((sum, s) => sum + s.ms, 0)
+  const totalWal = statements.reduce((sum, s) => sum + s.wal, 0)
   out.push(`PostgreSQL's statements (pg_stat_statements), by execution time; per message = over the ${stored} messages:`)
   out.push(table(["statement", "calls", "exec ms/msg", "share of exec", "WAL bytes/msg", "share of WAL"], statements.slice(0, 14).map((s) => [
     s.query.replace(/\s+/g, " ").trim().slice(0, 70),
-    fmt(Number(s.calls)),
-    fmt(Number(s.ms) / stored, 3),
-    `${fmt((100 * Number(s.ms)) / totalMs, 1)} %`,
-    fmt(Number(s.wal) / stored),
-    `${fmt((100 * Number(s.wal)) / Math.max(1, totalWal), 1)} %`
+    fmt(s.calls),
+    fmt(s.ms / stored, 3),
+    `${fmt((100 * s.ms) / totalMs, 1)} %`,
+    fmt(s.wal / stored),
+    `${fmt((100 * s.wal) / Math.max(1, totalWal), 1)} %`
   ])))
   out.push("")
   const growth = [...sizesAfter].map(([name, after]) => {

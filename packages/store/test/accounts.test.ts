@@ -4,10 +4,11 @@
  * and when a process's snapshot of it gives way to the database.
  */
 import { DefaultPlans } from "@burnbox/domain"
-import { AccountSnapshots, Accounts, SnapshotMaxAgeMs, Entitlements } from "@burnbox/store"
+import { AccountChangesChannel, AccountSnapshots, Accounts, SnapshotMaxAgeMs, Entitlements } from "@burnbox/store"
 import { eventually, TestDatabase } from "@burnbox/testkit"
 import { assert, layer } from "@effect/vitest"
-import { Clock, Effect, Layer } from "effect"
+import { PgClient } from "@effect/sql-pg"
+import { Clock, Effect, Layer, Queue } from "effect"
 import { SqlClient } from "effect/sql"
 import { TestClock } from "effect/testing"
 
@@ -169,6 +170,32 @@ layer(Store)("AccountSnapshots", (it) => {
       yield* aliasOf(account.id, "snapshot.counted", "active")
       assert.strictEqual((yield* eventually(snapshots.get(account.id), (row) => row?.activeAliasCount === 1))!.activeAliasCount, 1)
     }))
+
+  it.effect("reserved candidates coming and going tell no process to forget the account; a claimed alias does", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const pg = yield* PgClient.PgClient
+      const account = yield* newAccount("pro")
+      const changes = yield* pg.listen(AccountChangesChannel)
+      const heard = Effect.map(Queue.take(changes), (notification) => notification.payload)
+      // Listening from here on: a notification of its own comes through first.
+      yield* sql`SELECT pg_notify(${AccountChangesChannel}, 'ready')`
+      while ((yield* heard) !== "ready") { /* a change of an account of another test */ }
+      const [reservation] = yield* sql<{ id: number }>`
+        INSERT INTO alias_reservations (account_id, token_digest, expires_at)
+        VALUES (${account.id}, ${new Uint8Array([account.id, 1, 2, 3])}, now() + interval '10 minutes') RETURNING id`
+      yield* sql`
+        INSERT INTO aliases (account_id, domain_id, local_part, local_key, style, status, reservation_id)
+        SELECT ${account.id}, id, 'reserved.quiet', 'reserved.quiet', 'words', 'reserved', ${reservation!.id} FROM domains WHERE name = 'burnbox.test'`
+      yield* sql`DELETE FROM aliases WHERE account_id = ${account.id} AND status = 'reserved'`
+      // Notifications arrive in commit order: nothing comes between 'ready' and this marker.
+      yield* sql`SELECT pg_notify(${AccountChangesChannel}, 'marker')`
+      assert.strictEqual(yield* heard, "marker")
+      yield* aliasOf(account.id, "claimed.heard", "active")
+      assert.strictEqual(yield* heard, String(account.id))
+      yield* sql`DELETE FROM aliases WHERE account_id = ${account.id}`
+      assert.strictEqual(yield* heard, String(account.id))
+    }).pipe(Effect.scoped))
 
   it.effect("a snapshot is trusted for SnapshotMaxAgeMs at most, even when no notification came", () =>
     Effect.gen(function*() {

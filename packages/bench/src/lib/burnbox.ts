@@ -251,6 +251,24 @@ export class Burnbox {
     await this.service.stop()
   }
 
+  /**
+   * Starts the service with PostgreSQL's `pg_stat_statements` loaded (it needs loading at
+   * PostgreSQL's start: set, then the service started again) and answers a client with the
+   * extension created, to read `statementStats` from.
+   */
+  async startWithStatementStats(command?: string): Promise<PgClient> {
+    await this.start(command)
+    const setup = await this.db()
+    await setup.query("ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'")
+    await setup.query("ALTER SYSTEM SET pg_stat_statements.track = 'all'")
+    await this.closeDb(setup)
+    await this.stop()
+    await this.start(command)
+    const db = await this.db()
+    await db.query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+    return db
+  }
+
   /** A crash of the service with its PostgreSQL (ServiceProcess.crash); answers the pids killed. */
   async crash(): Promise<Array<number>> {
     const pids = await this.service.crash()
@@ -526,3 +544,19 @@ export const waitsText = (waits: Waits, top = 4): string =>
 
 export const waitsByStatementText = (waits: Waits, top = 5): string =>
   waits.byStatement.slice(0, top).map(([k, f]) => `${k} ${Math.round(f * 100)}%`).join("; ")
+
+/** One statement's totals in pg_stat_statements since its last reset. */
+export interface StatementStat {
+  readonly query: string
+  readonly calls: number
+  readonly ms: number
+  readonly wal: number
+  readonly rows: number
+}
+
+/** This database's statements since the last `pg_stat_statements_reset()`, by execution time. */
+export const statementStats = async (db: PgClient): Promise<Array<StatementStat>> =>
+  (await db.query<{ query: string; calls: string; ms: string; wal: string; rows: string }>(`
+    SELECT query, calls::text, total_exec_time::text AS ms, wal_bytes::text AS wal, rows::text
+    FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+    ORDER BY total_exec_time DESC`)).rows.map((r) => ({ query: r.query, calls: Number(r.calls), ms: Number(r.ms), wal: Number(r.wal), rows: Number(r.rows) }))

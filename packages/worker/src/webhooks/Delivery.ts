@@ -169,7 +169,8 @@ export const makeDelivery = Effect.gen(function*() {
 
 /**
  * Delivery as a background fiber of the worker role: a pass as soon as an event is appended
- * (LISTEN on the outbox channel), and every second anyway for retries; a purge every hour.
+ * (LISTEN on the outbox channel; the notifications that came during a pass wake one pass), and
+ * every second anyway for retries; a purge every hour.
  */
 export const DeliveryLive = Layer.effectDiscard(Effect.gen(function*() {
   const delivery = yield* makeDelivery
@@ -185,7 +186,9 @@ export const DeliveryLive = Layer.effectDiscard(Effect.gen(function*() {
   })
   yield* pass.pipe(
     Effect.catchCause((cause) => Effect.logError("webhook delivery loop", cause)),
-    Effect.andThen(Effect.race(Queue.take(wakeups).pipe(Effect.ignore), Effect.sleep("1 second"))),
+    // Every wake-up that arrived during the pass is answered by the next one: a burst of commits
+    // (a CI fleet's claims, mail and burns) costs one pass, not one per notification.
+    Effect.andThen(Effect.race(Queue.takeAll(wakeups).pipe(Effect.ignore), Effect.sleep("1 second"))),
     Effect.forever,
     Effect.forkScoped
   )
