@@ -25,7 +25,8 @@
  *
  * Environment: CIFLOW_CONCURRENCY (16,64), CIFLOW_SECONDS (10), CIFLOW_WARMUP_SECONDS (2),
  * CIFLOW_MAILDEV (1; 0 skips it), CIFLOW_STATEMENTS (0; 1 loads pg_stat_statements and prints the
- * statements of a flow: calls and execution time per flow, for each burnbox phase), MAILDEV_BIN, BENCH_LOG_DIR, BENCH_BURNBOX_ROOT.
+ * statements the service sent per flow: calls and execution time, for each burnbox phase; `all`
+ * counts those of functions and triggers too, foreign keys' checks included), MAILDEV_BIN, BENCH_LOG_DIR, BENCH_BURNBOX_ROOT.
  */
 import { execFile } from "node:child_process"
 import { cpus } from "node:os"
@@ -41,7 +42,7 @@ const concurrencies = (process.env["CIFLOW_CONCURRENCY"] ?? "16,64").split(",").
 const seconds = envInt("CIFLOW_SECONDS", 10, 1)
 const warmupSeconds = envInt("CIFLOW_WARMUP_SECONDS", 2, 0)
 const withMaildev = process.env["CIFLOW_MAILDEV"] !== "0"
-const withStatements = process.env["CIFLOW_STATEMENTS"] === "1"
+const statementsTracked = process.env["CIFLOW_STATEMENTS"] === "all" ? "all" : process.env["CIFLOW_STATEMENTS"] === "1" ? "top" : undefined
 const pollMs = 100
 const goalP50 = 20
 const goalP99 = 100
@@ -163,7 +164,7 @@ const statementsPerFlow = (jobs: number, flows: number, statements: ReadonlyArra
   const header = ["statement", "calls/flow", "exec ms/flow", "rows/call"]
   return [
     "",
-    `${jobs} jobs: PostgreSQL statements per flow (pg_stat_statements over ${flows} flows, foreign keys' checks and actions included): ` +
+    `${jobs} jobs: PostgreSQL statements per flow (pg_stat_statements over ${flows} flows, tracking ${statementsTracked ?? "none"}): ` +
     `${perFlow(calls, 1)} statements, ${perFlow(execMs, 2)} ms of execution. The most called:`,
     table(header, rows([...statements].sort((a, b) => b.calls - a.calls))),
     "The longest (execution, waits for locks included):",
@@ -205,7 +206,7 @@ const maildevBin = async (): Promise<string | undefined> => {
 const main = async (): Promise<number> => {
   const burnbox = await Burnbox.create(session, { logName: "bench-ci-flow" })
   session.afterCleanup(() => burnbox.summarizeLog())
-  const statsDb: PgClient | undefined = withStatements ? await burnbox.startWithStatementStats("start") : (await burnbox.start("start"), undefined)
+  const statsDb: PgClient | undefined = statementsTracked !== undefined ? await burnbox.startWithStatementStats("start", statementsTracked) : (await burnbox.start("start"), undefined)
   const token = await burnbox.setupAccount(email, "read,manage-aliases")
   const cap = 1_000_000
   await burnbox.cli(["admin", "account", "override", "--email", email, "--set", `activeAliasCap=${cap},aliasLifetimeCap=${cap},claimsPerDay=${cap}`])

@@ -254,13 +254,14 @@ export class Burnbox {
   /**
    * Starts the service with PostgreSQL's `pg_stat_statements` loaded (it needs loading at
    * PostgreSQL's start: set, then the service started again) and answers a client with the
-   * extension created, to read `statementStats` from.
+   * extension created, to read `statementStats` from. `track`: "all" counts the statements that
+   * functions and triggers (foreign keys' checks too) run as well; "top" only what clients sent.
    */
-  async startWithStatementStats(command?: string): Promise<PgClient> {
+  async startWithStatementStats(command?: string, track: "all" | "top" = "all"): Promise<PgClient> {
     await this.start(command)
     const setup = await this.db()
     await setup.query("ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'")
-    await setup.query("ALTER SYSTEM SET pg_stat_statements.track = 'all'")
+    await setup.query(`ALTER SYSTEM SET pg_stat_statements.track = '${track}'`)
     await this.closeDb(setup)
     await this.stop()
     await this.start(command)
