@@ -207,6 +207,18 @@ const main = async (): Promise<number> => {
   const burnbox = await Burnbox.create(session, { logName: "bench-ci-flow" })
   session.afterCleanup(() => burnbox.summarizeLog())
   const statsDb: PgClient | undefined = statementsTracked !== undefined ? await burnbox.startWithStatementStats("start", statementsTracked) : (await burnbox.start("start"), undefined)
+  // An experiment's PostgreSQL settings (e.g. CIFLOW_PG_SETTINGS="synchronous_commit=off"), set before the run.
+  const settings = (process.env["CIFLOW_PG_SETTINGS"] ?? "").split(",").map((s) => s.trim()).filter((s) => s !== "")
+  if (settings.length > 0) {
+    const db = await burnbox.db()
+    for (const setting of settings) {
+      const [name, value] = setting.split("=")
+      await db.query(`ALTER SYSTEM SET ${name} = '${value}'`)
+    }
+    await db.query("SELECT pg_reload_conf()")
+    await burnbox.closeDb(db)
+    log(`PostgreSQL settings: ${settings.join(", ")}`)
+  }
   const token = await burnbox.setupAccount(email, "read,manage-aliases")
   const cap = 1_000_000
   await burnbox.cli(["admin", "account", "override", "--email", email, "--set", `activeAliasCap=${cap},aliasLifetimeCap=${cap},claimsPerDay=${cap}`])

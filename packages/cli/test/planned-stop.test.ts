@@ -4,7 +4,7 @@
  * sessions and waits stops it quietly, says what it stopped and exits 0; and an operator command
  * on a data dir holding no burnbox data refuses in one line and makes nothing.
  */
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs"
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
 import { join } from "node:path"
 import { removeCluster } from "@burnbox/store"
 import { SmtpClient } from "@burnbox/testkit"
@@ -113,6 +113,10 @@ describe("burnbox start: the banner, and a planned stop", () => {
       expect(await work.waiting).toBe(200)
       expect(answered).toBeGreaterThan(0)
     }
+    // The embedded PostgreSQL's log is kept in the data dir: both starts and both stops.
+    const log = readFileSync(join(dir, "data", "postgres.log"), "utf8")
+    expect(log.match(/database system is ready to accept connections/g)).toHaveLength(2)
+    expect(log.match(/database system is shut down/g)).toHaveLength(2)
   })
 })
 

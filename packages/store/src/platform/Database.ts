@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto"
+import { join } from "node:path"
 import { PgClient } from "@effect/sql-pg"
 import { DefaultPlans } from "@burnbox/domain"
 import { Context, Effect, Layer, Option, Redacted } from "effect"
@@ -31,7 +32,8 @@ const databaseUrl = (options: { readonly exclusive: boolean }) =>
       return withDatabase(running.url, "burnbox")
     }
     if (!options.exclusive) yield* lockDataDir(dir, commandName())
-    const cluster = yield* startEmbeddedPostgres(dir)
+    // The cluster's log is kept beside the data (README, "Operating"), with lock waits over a second.
+    const cluster = yield* startEmbeddedPostgres(dir, { logFile: join(dir, "postgres.log"), tuning: ["-c", "log_lock_waits=on"] })
     yield* ensureDatabase(cluster.url, "burnbox")
     yield* Effect.logInfo(`embedded PostgreSQL listening on 127.0.0.1:${cluster.port}`)
     return withDatabase(cluster.url, "burnbox")

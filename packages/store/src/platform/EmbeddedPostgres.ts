@@ -15,7 +15,7 @@
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
-import { chownSync, cpSync, existsSync, mkdirSync, readFileSync, realpathSync, renameSync, rmSync, writeFileSync } from "node:fs"
+import { appendFileSync, chownSync, cpSync, createWriteStream, existsSync, mkdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { createServer } from "node:net"
 import { userInfo } from "node:os"
 import { dirname, join } from "node:path"
@@ -253,11 +253,33 @@ const connectionUrl = (port: number, password: string, socketDir: string | null)
 const socketDirOf = (pgdata: string, port: number): string | null =>
   `${pgdata}/.s.PGSQL.${port}`.length < 100 && !/[,'"\s\\]/.test(pgdata) ? pgdata : null
 
+/** The size past which the cluster's log file is moved aside (to `<file>.1`) at the next start. */
+export const PostgresLogMaxBytes = 10 * 1024 * 1024
+
+/**
+ * Keeps what PostgreSQL writes (its errors, deadlocks, lock waits over a second, checkpoints) in
+ * `file`, appended after what it wrote while starting; a file past PostgresLogMaxBytes is moved
+ * to `<file>.1` first, so two at most are kept.
+ */
+const keepLog = (child: ChildProcess, file: string, startup: ReadonlyArray<string>) => {
+  try {
+    if (statSync(file).size > PostgresLogMaxBytes) renameSync(file, `${file}.1`)
+  } catch {
+    // no log yet
+  }
+  appendFileSync(file, startup.join(""), { mode: 0o600 })
+  const out = createWriteStream(file, { flags: "a", mode: 0o600 })
+  out.on("error", () => child.stderr?.resume())
+  child.stderr?.pipe(out)
+}
+
 /**
  * Starts (initialising on first use) the cluster of a data dir. The scope's close stops it with
  * a fast shutdown (SIGINT) and waits for the process to exit. Fails with a StartupFailure.
+ * `logFile`: where PostgreSQL's log is kept (`keepLog`); without it the log is read until the
+ * cluster is ready, then dropped. `tuning`: more `-c name=value` arguments.
  */
-export const startEmbeddedPostgres = (dataDir: string, options: { readonly tuning?: ReadonlyArray<string> } = {}) =>
+export const startEmbeddedPostgres = (dataDir: string, options: { readonly tuning?: ReadonlyArray<string>; readonly logFile?: string } = {}) =>
   Effect.acquireRelease(
     Effect.tryPromise({
       try: async (): Promise<{ cluster: EmbeddedCluster; child: ChildProcess }> => {
@@ -289,7 +311,8 @@ export const startEmbeddedPostgres = (dataDir: string, options: { readonly tunin
         const log: Array<string> = []
         await waitUntilReady(child, log)
         child.stdout?.resume()
-        child.stderr?.resume()
+        if (options.logFile === undefined) child.stderr?.resume()
+        else keepLog(child, options.logFile, log)
         return { cluster: { url: connectionUrl(port, password, socketDir), port, user: ClusterUser, password: Redacted.make(password) }, child }
       },
       catch: (error) => error instanceof StartupFailure ? error : new StartupFailure({ message: `the embedded PostgreSQL could not start: ${String(error)}` })
