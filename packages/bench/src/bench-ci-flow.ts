@@ -26,7 +26,8 @@
  * Environment: CIFLOW_CONCURRENCY (16,64), CIFLOW_SECONDS (10), CIFLOW_WARMUP_SECONDS (2),
  * CIFLOW_MAILDEV (1; 0 skips it), CIFLOW_STATEMENTS (0; 1 loads pg_stat_statements and prints the
  * statements the service sent per flow: calls and execution time, for each burnbox phase; `all`
- * counts those of functions and triggers too, foreign keys' checks included), MAILDEV_BIN, BENCH_LOG_DIR, BENCH_BURNBOX_ROOT.
+ * counts those of functions and triggers too, foreign keys' checks included), CIFLOW_PG_SETTINGS
+ * (an experiment's PostgreSQL settings, `name=value,...`, e.g. synchronous_commit=off), MAILDEV_BIN, BENCH_LOG_DIR, BENCH_BURNBOX_ROOT.
  */
 import { execFile } from "node:child_process"
 import { cpus } from "node:os"
