@@ -7,7 +7,8 @@ ALTER TABLE message_raw ADD COLUMN zstd boolean NOT NULL DEFAULT false;
 ALTER TABLE message_raw ALTER COLUMN raw SET STORAGE EXTERNAL;
 
 -- The background conversion of what was stored before (issue #36 item 7): raw bytes compressed,
--- and each webhook text_body its text part makes again dropped (webhook_text_body NULL). It walks
+-- each webhook text_body its text part makes again dropped (webhook_text_body NULL), and the HTML
+-- as received dropped where no reader falls back to it (html_original NULL). It walks
 -- the messages that existed at this migration in id order, a small batch per transaction;
 -- `after_id` is where it stopped, so it resumes there. One row.
 CREATE TABLE storage_compaction (
@@ -18,6 +19,7 @@ CREATE TABLE storage_compaction (
   raw_bytes_before bigint NOT NULL DEFAULT 0,
   raw_bytes_after bigint NOT NULL DEFAULT 0,
   texts_dropped bigint NOT NULL DEFAULT 0,
+  html_originals_dropped bigint NOT NULL DEFAULT 0,
   started_at timestamptz,
   updated_at timestamptz,
   finished_at timestamptz

@@ -57,7 +57,10 @@ export const storedColumns = (parsed: ParsedMessage, analysis: MessageAnalysis) 
     subject: text(parsed.subject),
     snippet: text(analysis.snippet),
     text_body: textBody,
-    html_original: text(parsed.html),
+    // Not kept (#36): every reader of a row processed since migration 0018 has what it needs in
+    // the renderings above and the text part; only older rows fall back to their HTML. The raw
+    // bytes keep it.
+    html_original: null,
     html_sanitized: text(analysis.sanitizedHtml),
     html_sanitized_remote: text(analysis.sanitizedHtmlWithRemoteImages),
     remote_image_count: analysis.remoteImageCount,

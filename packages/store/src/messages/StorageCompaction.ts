@@ -1,13 +1,14 @@
 /**
  * The background conversion of mail stored before migration 0028 (issue #36 item 7): its raw
- * bytes compressed (BlobStore.compressStoredRaws) and each webhook text_body that its text part
- * makes again on read dropped (`storedWebhookTextBody`, as the pipeline now stores it). It walks
+ * bytes compressed (BlobStore.compressStoredRaws), each webhook text_body that its text part
+ * makes again on read dropped (`storedWebhookTextBody`, as the pipeline now stores it), and the
+ * HTML as received dropped where neither the view nor a webhook falls back to it. It walks
  * the messages that existed at the migration in id order, one small batch per transaction, and
  * records where it stopped with the batch (`storage_compaction`), so it resumes there after a
  * stop or a crash and never converts a row twice. The service keeps running meanwhile: a batch
  * locks only its own rows (readers never wait on them), and every reader reads old and new rows.
  */
-import { storedWebhookTextBody, TextPartPayloadMaxChars } from "@burnbox/domain/mail/index"
+import { storedWebhookTextBody, TextPartPayloadMaxChars, textPartPayload } from "@burnbox/domain/mail/index"
 import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { BlobStore } from "../platform/BlobStore.ts"
@@ -30,6 +31,7 @@ export interface CompactionStatus {
   readonly rawBytesBefore: number
   readonly rawBytesAfter: number
   readonly textsDropped: number
+  readonly htmlOriginalsDropped: number
   readonly startedAt: string | null
   readonly finishedAt: string | null
 }
@@ -41,6 +43,7 @@ const StateRow = Schema.Struct({
   raw_bytes_before: Schema.Number,
   raw_bytes_after: Schema.Number,
   texts_dropped: Schema.Number,
+  html_originals_dropped: Schema.Number,
   started_at: Schema.NullOr(Schema.Date),
   finished_at: Schema.NullOr(Schema.Date)
 })
@@ -58,10 +61,16 @@ export class StorageCompaction extends Context.Service<StorageCompaction, {
     const stateRows = rowsDecoder(StateRow)
     const remainingRows = rowsDecoder(Schema.Struct({ n: Schema.Number }))
     const idRows = rowsDecoder(Schema.Struct({ id: Schema.Int }))
-    const textRows = rowsDecoder(Schema.Struct({ id: Schema.Int, text_body: Schema.NullOr(Schema.String), webhook_text_body: Schema.String }))
+    const copyRows = rowsDecoder(Schema.Struct({
+      id: Schema.Int,
+      text_body: Schema.NullOr(Schema.String),
+      webhook_text_body: Schema.NullOr(Schema.String),
+      has_html_original: Schema.Boolean,
+      rendered: Schema.Boolean
+    }))
 
     const columns = sql`up_to, after_id, raws_compressed::float8, raw_bytes_before::float8, raw_bytes_after::float8,
-      texts_dropped::float8, started_at, finished_at`
+      texts_dropped::float8, html_originals_dropped::float8, started_at, finished_at`
 
     const status = Effect.gen(function*() {
       const [state] = yield* sql`SELECT ${columns} FROM storage_compaction`.pipe(Effect.flatMap(stateRows))
@@ -78,24 +87,44 @@ export class StorageCompaction extends Context.Service<StorageCompaction, {
         rawBytesBefore: state!.raw_bytes_before,
         rawBytesAfter: state!.raw_bytes_after,
         textsDropped: state!.texts_dropped,
+        htmlOriginalsDropped: state!.html_originals_dropped,
         startedAt: state!.started_at?.toISOString() ?? null,
         finishedAt: state!.finished_at?.toISOString() ?? null
       } satisfies CompactionStatus
     }).pipe(Effect.orDie)
 
-    /** Drops the webhook text_body copies of messages in (`afterId`, `end`] that their text part makes again. */
-    const dropTexts = (afterId: number, end: number) =>
+    /**
+     * Drops the copies the messages in (`afterId`, `end`] no longer need: a webhook text_body
+     * that their text part makes again (`storedWebhookTextBody`), and the HTML as received when
+     * both renderings are stored (or it has no remote image) and the webhook text does not come
+     * from it. Answers how many of each.
+     */
+    const dropCopies = (afterId: number, end: number) =>
       Effect.gen(function*() {
-        // Only the candidates' text parts are read: PostgreSQL's length counts code points, at most
-        // JavaScript's; storedWebhookTextBody decides exactly.
+        // Text parts are read up to what dispatch reads (PostgreSQL's length counts code points, at
+        // most JavaScript's; storedWebhookTextBody decides exactly); a longer one keeps its copies.
         const rows = yield* sql`
-          SELECT id, text_body, webhook_text_body FROM messages
-          WHERE id > ${afterId} AND id <= ${end} AND webhook_text_body IS NOT NULL AND processing_status = 'processed'
-            AND length(text_body) <= ${TextPartPayloadMaxChars}
-          ORDER BY id FOR UPDATE`.pipe(Effect.flatMap(textRows))
-        const dropped = rows.filter((row) => storedWebhookTextBody(row.text_body, row.webhook_text_body) === null).map((row) => row.id)
-        if (dropped.length > 0) yield* sql`UPDATE messages SET webhook_text_body = NULL WHERE id = ANY(${dropped}::int4[])`
-        return dropped.length
+          SELECT id, CASE WHEN length(text_body) <= ${TextPartPayloadMaxChars} THEN text_body END AS text_body, webhook_text_body,
+                 html_original IS NOT NULL AS has_html_original, (html_sanitized_remote IS NOT NULL OR remote_image_count = 0) AS rendered
+          FROM messages
+          WHERE id > ${afterId} AND id <= ${end} AND processing_status = 'processed'
+            AND (webhook_text_body IS NOT NULL OR html_original IS NOT NULL)
+          ORDER BY id FOR UPDATE`.pipe(Effect.flatMap(copyRows))
+        const texts: Array<number> = []
+        const htmls: Array<number> = []
+        for (const row of rows) {
+          const dropText = row.webhook_text_body !== null && storedWebhookTextBody(row.text_body, row.webhook_text_body) === null
+          const webhookText = dropText ? null : row.webhook_text_body
+          if (dropText) texts.push(row.id)
+          if (row.has_html_original && row.rendered && (webhookText !== null || textPartPayload(row.text_body) !== null)) htmls.push(row.id)
+        }
+        if (texts.length + htmls.length > 0) {
+          yield* sql`
+            UPDATE messages SET webhook_text_body = CASE WHEN id = ANY(${texts}::int4[]) THEN NULL ELSE webhook_text_body END,
+                   html_original = CASE WHEN id = ANY(${htmls}::int4[]) THEN NULL ELSE html_original END
+            WHERE id = ANY(${[...new Set([...texts, ...htmls])]}::int4[])`
+        }
+        return { texts: texts.length, htmls: htmls.length }
       })
 
     const step = (batchSize: number) =>
@@ -110,12 +139,12 @@ export class StorageCompaction extends Context.Service<StorageCompaction, {
         // The batch ends at its last message; with fewer than a batch left, at the walk's end.
         const end = ids.length < batchSize ? state!.up_to : ids[ids.length - 1]!.id
         const raws = yield* blobs.compressStoredRaws(state!.after_id, end)
-        const texts = yield* dropTexts(state!.after_id, end)
+        const copies = yield* dropCopies(state!.after_id, end)
         const at = yield* now
         yield* sql`
           UPDATE storage_compaction SET after_id = ${end}, raws_compressed = raws_compressed + ${raws.count},
                  raw_bytes_before = raw_bytes_before + ${raws.bytesBefore}, raw_bytes_after = raw_bytes_after + ${raws.bytesAfter},
-                 texts_dropped = texts_dropped + ${texts}, started_at = coalesce(started_at, ${at}), updated_at = ${at},
+                 texts_dropped = texts_dropped + ${copies.texts}, html_originals_dropped = html_originals_dropped + ${copies.htmls}, started_at = coalesce(started_at, ${at}), updated_at = ${at},
                  finished_at = CASE WHEN ${end} >= up_to THEN ${at} END`
       })).pipe(Effect.orDie, Effect.andThen(status))
 
