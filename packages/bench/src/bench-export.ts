@@ -25,6 +25,7 @@
  * Environment: EXPORT_MESSAGES, EXPORT_SIZE, EXPORT_BIG_BYTES, EXPORT_BIG_SIZE, BENCH_LOG_DIR.
  */
 import { availableParallelism, cpus } from "node:os"
+import { zstdDecompressSync } from "node:zlib"
 import { Burnbox, type PgClient, Session } from "./lib/burnbox.ts"
 import { envInt, fmt, loadAverage, median, memoryOf, mib, sleep, table, waitFor } from "./lib/common.ts"
 
@@ -49,6 +50,10 @@ const copyMessages = async (db: PgClient, template: number, count: number, bytes
     WHERE attrelid = 'messages'::regclass AND attnum > 0 AND NOT attisdropped AND attname <> 'id' AND attgenerated = '' AND attidentity = ''
     ORDER BY attnum`)).rows.map((r) => `"${r.name}"`)
   const list = columns.join(", ")
+  // The template's header, from its raw bytes as received (stored zstd-compressed since migration 0028).
+  const [stored] = (await db.query<{ raw: Buffer; zstd: boolean }>("SELECT raw, zstd FROM message_raw WHERE message_id = $1", [template])).rows
+  const raw = stored!.zstd ? zstdDecompressSync(stored!.raw) : stored!.raw
+  const head = raw.subarray(0, raw.indexOf("\r\n\r\n") + 4)
   for (let done = 0; done < count;) {
     const chunk = Math.min(count - done, Math.max(1, Math.floor(64 * 1024 * 1024 / bytes)))
     await db.query(`
@@ -56,9 +61,9 @@ const copyMessages = async (db: PgClient, template: number, count: number, bytes
         INSERT INTO messages (${list}) SELECT ${list.replace(/"size_bytes"/, String(bytes))} FROM messages, generate_series(1, $2) WHERE id = $1
         RETURNING id)
       INSERT INTO message_raw (message_id, raw)
-      SELECT c.id, substring(t.head || convert_to(repeat(md5(c.id::text) || E'\\r\\n', $3 / 34 + 1), 'UTF8') FROM 1 FOR $3)
-      FROM copies c, (SELECT substring(raw FROM 1 FOR position('\\x0d0a0d0a'::bytea IN raw) + 3) AS head FROM message_raw WHERE message_id = $1) t`,
-      [template, chunk, bytes])
+      SELECT c.id, substring($4::bytea || convert_to(repeat(md5(c.id::text) || E'\\r\\n', $3 / 34 + 1), 'UTF8') FROM 1 FOR $3)
+      FROM copies c`,
+      [template, chunk, bytes, head])
     done += chunk
     session.checkInterrupted()
   }

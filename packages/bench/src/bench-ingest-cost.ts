@@ -12,7 +12,9 @@
  * Environment: COST_MESSAGES (20000), COST_SESSIONS (16), COST_SIZE (smtp-source -l, 5000), COST_GENERATOR
  * (`node`: this script's own SMTP client even where smtp-source is installed; it is used without Postfix).
  */
+import { execFileSync } from "node:child_process"
 import { readdirSync, readFileSync } from "node:fs"
+import { join } from "node:path"
 import { cpus } from "node:os"
 import { cpuSnapshot, envInt, fmt, loadAverage, table, waitFor } from "./lib/common.ts"
 import { Burnbox, type PgClient, Session, statementStats } from "./lib/burnbox.ts"
@@ -24,6 +26,15 @@ const size = envInt("COST_SIZE", 5_000, 100)
 
 const session = new Session("bench:ingest-cost")
 const log = session.log
+
+const du = (path: string) => Number(execFileSync("du", ["-sb", path], { encoding: "utf8" }).split(/\s/)[0])
+const mb = (bytes: number) => `${fmt(bytes / 1_048_576, 1)} MB`
+
+/** The data directory's bytes on disk, and pg_wal's (du: what the files take, WAL segments recycled or not). */
+const dataDirBytes = async (db: PgClient): Promise<{ total: number; wal: number }> => {
+  const dir = (await db.query<{ dir: string }>("SELECT current_setting('data_directory') AS dir")).rows[0]!.dir
+  return { total: du(dir), wal: du(join(dir, "pg_wal")) }
+}
 
 /** Each table's bytes (heap with TOAST, indexes) and the large objects'. */
 const relationSizes = async (db: PgClient): Promise<Map<string, { heap: number; index: number }>> => {
@@ -88,7 +99,7 @@ const main = async (): Promise<number> => {
   const db = await burnbox.startWithStatementStats()
   const version = (await db.query<{ v: string }>("SELECT current_setting('server_version') AS v")).rows[0]!.v
   const settings = (await db.query<{ name: string; setting: string }>(
-    "SELECT name, setting FROM pg_settings WHERE name IN ('synchronous_commit', 'fsync', 'wal_compression', 'full_page_writes', 'default_toast_compression')"
+    "SELECT name, setting || coalesce(unit, '') AS setting FROM pg_settings WHERE name IN ('synchronous_commit', 'fsync', 'wal_compression', 'full_page_writes', 'default_toast_compression', 'max_wal_size', 'min_wal_size')"
   )).rows.map((r) => `${r.name}=${r.setting}`).join(", ")
 
   const token = await burnbox.setupAccount("cost@bench.test")
@@ -117,6 +128,7 @@ const main = async (): Promise<number> => {
   await db.query("CHECKPOINT")
   await db.query("SELECT pg_stat_statements_reset()")
   const sizesBefore = await relationSizes(db)
+  const dirBefore = await dataDirBytes(db)
   const walBefore = await walStats(db)
   const countBefore = Number((await db.query<{ n: string }>("SELECT count(*)::text AS n FROM messages")).rows[0]!.n)
   const rawBefore = Number((await db.query<{ n: string }>("SELECT coalesce(sum(size_bytes), 0)::text AS n FROM messages")).rows[0]!.n)
@@ -137,6 +149,7 @@ const main = async (): Promise<number> => {
   const walAfter = await walStats(db)
   await db.query("CHECKPOINT")
   const sizesAfter = await relationSizes(db)
+  const dirAfter = await dataDirBytes(db)
   const stored = Number((await db.query<{ n: string }>("SELECT count(*)::text AS n FROM messages")).rows[0]!.n) - countBefore
   const rawBytes = Number((await db.query<{ n: string }>("SELECT coalesce(sum(size_bytes), 0)::text AS n FROM messages")).rows[0]!.n) - rawBefore
   const rawPerMessage = rawBytes / stored
@@ -184,6 +197,11 @@ const main = async (): Promise<number> => {
     ...growth.slice(0, 14).map((g) => [g.name, fmt(g.heap / stored), fmt(g.index / stored), fmt((g.heap + g.index) / rawBytes, 2)]),
     ["all tables", "", "", `${fmt(grown / stored)} B/msg = ${fmt(grown / rawBytes, 2)}x`]
   ]))
+  out.push(
+    `Data directory (du, after a CHECKPOINT): ${mb(dirBefore.total)} -> ${mb(dirAfter.total)}, ${fmt((dirAfter.total - dirBefore.total) / stored)} B/msg = ` +
+      `${fmt((dirAfter.total - dirBefore.total) / rawBytes, 2)}x raw; of it pg_wal ${mb(dirBefore.wal)} -> ${mb(dirAfter.wal)} ` +
+      `(segments kept for reuse, up to max_wal_size; the tables' growth above is the rest)`
+  )
   out.push("")
   out.push("Method: one run; CPU from /proc (node: the service's process; PostgreSQL: the postmaster, its live children and the")
   out.push("reaped ones). The counters start after a 200-message warm-up and a CHECKPOINT; sizes after a CHECKPOINT at the end.")

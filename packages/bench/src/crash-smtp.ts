@@ -30,6 +30,7 @@
  * Environment: CRASH_ROUNDS (2), CRASH_AFTER_MS (3000), CRASH_CONNECTIONS (50), BENCH_LOG_DIR.
  */
 import { availableParallelism, cpus } from "node:os"
+import { zstdDecompressSync } from "node:zlib"
 import { Burnbox, type PgClient, serviceSource, Session } from "./lib/burnbox.ts"
 import { envInt, epochMs, fmt, loadAverage, sleep, table } from "./lib/common.ts"
 import { codeOf, countsText, messageFactory, runSmtpLoad } from "./lib/smtp.ts"
@@ -134,13 +135,15 @@ const main = async (): Promise<number> => {
     log(`round ${round}: restarted in ${restartSeconds.toFixed(1)} s; pipeline ${left === 0 ? "drained" : `still has ${left}`} after ${drainSeconds.toFixed(1)} s`)
 
     // What is stored, by the Message-ID in the raw bytes.
-    const rows = (await db.query<{ id: number; processing_status: string; head: Buffer }>(`
-      SELECT m.id, m.processing_status, substring(r.raw FROM 1 FOR 800) AS head
+    // Raw bytes are stored zstd-compressed (migration 0028): those are read whole and decompressed.
+    const rows = (await db.query<{ id: number; processing_status: string; zstd: boolean; head: Buffer }>(`
+      SELECT m.id, m.processing_status, r.zstd, CASE WHEN r.zstd THEN r.raw ELSE substring(r.raw FROM 1 FOR 800) END AS head
       FROM messages m JOIN message_raw r ON r.message_id = m.id`)).rows
     const stored = new Map<number, Array<{ id: number; status: string }>>()
     const pattern = new RegExp(`Message-ID: <${tag}-(\\d+)@`)
     for (const row of rows) {
-      const match = pattern.exec(Buffer.from(row.head).toString("latin1"))
+      const head = row.zstd ? zstdDecompressSync(row.head).subarray(0, 800) : Buffer.from(row.head)
+      const match = pattern.exec(head.toString("latin1"))
       if (match === null) continue
       const seq = Number(match[1])
       const list = stored.get(seq) ?? []

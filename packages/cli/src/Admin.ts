@@ -1,6 +1,6 @@
 /** `burnbox admin ...`: operator commands, each printing one JSON document on stdout. */
 import { isValidPassword, parseOverrides, PasswordLength, type PlanCode, Scopes, type Scope, toPlanLimits } from "@burnbox/domain"
-import { Accounts, Aliases, Desks, Domains, ServiceKeys, Tokens, toMailDomain } from "@burnbox/store"
+import { Accounts, Aliases, CompactionBatch, Desks, Domains, ServiceKeys, StorageCompaction, Tokens, toMailDomain } from "@burnbox/store"
 import { Effect, Redacted } from "effect"
 import { type Args, CliError, flag, required } from "./Args.ts"
 
@@ -117,6 +117,20 @@ export const admin = (args: Args) =>
         // The old key stays published (and signing) as previous for seven days.
         const keys = yield* ServiceKeys
         return yield* keys.rotate
+      }
+      case "storage status":
+        return yield* (yield* StorageCompaction).status
+      case "storage compact": {
+        // Converts mail stored before migration 0028 while the service runs (issue #36 item 7):
+        // resumable; --batches N stops after N batches (a later run goes on where it stopped).
+        const count = (name: string) => {
+          const value = flag(args, name)
+          if (value === undefined) return undefined
+          if (!/^[1-9][0-9]{0,6}$/.test(value)) throw new CliError("invalid_number", `--${name} takes a whole number from 1`)
+          return Number(value)
+        }
+        const maxBatches = count("batches")
+        return yield* (yield* StorageCompaction).run({ batchSize: count("batch") ?? CompactionBatch, ...(maxBatches === undefined ? {} : { maxBatches }) })
       }
       default:
         throw new CliError("unknown_command", `unknown admin command "${key}"; see burnbox help`)

@@ -16,7 +16,7 @@ export class CliError extends Error {
 }
 
 /** Every flag that takes a value, across the commands: a name in neither set is an unknown flag. */
-const valueFlags = new Set(["account", "alias", "domain", "email", "label", "name", "out", "password", "plan", "scopes", "set", "since", "style", "tier", "timeout"])
+const valueFlags = new Set(["account", "alias", "batch", "batches", "domain", "email", "label", "name", "out", "password", "plan", "scopes", "set", "since", "style", "tier", "timeout"])
 
 export const parseArgs = (argv: ReadonlyArray<string>): Args => {
   const positional: Array<string> = []

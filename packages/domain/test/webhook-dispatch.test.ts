@@ -10,6 +10,10 @@ import {
   selectEndpoints
 } from "../src/webhooks/index.ts"
 import { RequestTimeHtmlMaxChars } from "../src/mail/limits.ts"
+import { TextPartPayloadMaxChars } from "../src/mail/sanitize.ts"
+import { storedWebhookTextBody } from "../src/mail/worked.ts"
+import { pgText } from "../src/platform/PgText.ts"
+import { payloadTextBody } from "../src/webhooks/textBody.ts"
 import { endpointHostOf, subscriptionReaches } from "../src/sharing/Share.ts"
 
 const t0 = new Date("2026-09-01T10:00:00.000Z")
@@ -139,6 +143,31 @@ describe("dispatch", () => {
     ])
     expect(deliveries.map((d) => decode(d.payload).data.text_body)).toEqual(["made in the thread", "the text part", "small & plain", ""])
     expect(decode(deliveriesFor(selections, [{ id: 100, webhookTextBody: null, textBody: null, htmlOriginal: hostile }])[0]!.payload).data.text_body).toBe("")
+  })
+
+  it("a text part's text_body is the same bytes whether the pipeline stored its copy (before #36) or the text part makes it at dispatch", () => {
+    const selections = selectEndpoints([event({ id: "evt_1" })], [endpoint({ id: 1, includeTextBody: true })], [])
+    const texts = [
+      "Your code\r\nis 123456\u0007",
+      "a NUL\u0000 inside",
+      "a lone \ud800 surrogate",
+      "\u0000\u0000",
+      "x\r\n".repeat(20_000),
+      `${"y".repeat(32_767)}😀 cut inside the pair`,
+      `${"z".repeat(TextPartPayloadMaxChars)} longer than dispatch reads`
+    ]
+    const stored = texts.map((raw) => {
+      // As the pipeline makes them (mail/analyze.ts, worked.ts): the text part, and its payload.
+      const textBody = pgText(raw)
+      const made = payloadTextBody(raw)
+      const payloadOf = (webhookTextBody: string | null) =>
+        Buffer.from(deliveriesFor(selections, [{ id: 100, webhookTextBody, textBody, htmlOriginal: null }])[0]!.payload)
+      const kept = storedWebhookTextBody(textBody, made)
+      expect(payloadOf(kept).equals(payloadOf(pgText(made))), JSON.stringify(raw.slice(0, 40))).toBe(true)
+      return kept === null
+    })
+    // Only the one too long to read at dispatch, and the one whose text part is NULs only, keep a copy.
+    expect(stored).toEqual([true, true, true, false, true, true, false])
   })
 
   it("writes nothing for an event no endpoint selects", () => {

@@ -67,11 +67,14 @@ const accountUsed = async (who: Session) => {
 }
 
 /** Ids of the messages of an account, by subject. */
-const held = async (who: Session) =>
-  Object.fromEntries((await h.query<{ id: number; raw: Uint8Array }>(
-    "SELECT m.id, r.raw FROM messages m JOIN message_raw r ON r.message_id = m.id WHERE m.account_id = $1 ORDER BY m.id",
+const held = async (who: Session) => {
+  const ids = (await h.query<{ id: number }>(
+    "SELECT m.id FROM messages m JOIN message_raw r ON r.message_id = m.id WHERE m.account_id = $1 ORDER BY m.id",
     [who.accountId]
-  )).map((row) => [/Subject: (\S+)/.exec(Buffer.from(row.raw).toString("latin1"))![1]!, row.id]))
+  )).map((row) => row.id)
+  const raws = await Promise.all(ids.map(async (id) => [id, (await h.storedRaw(id))!.raw] as const))
+  return Object.fromEntries(raws.map(([id, raw]) => [/Subject: (\S+)/.exec(raw.toString("latin1"))![1]!, id]))
+}
 
 const send = async (who: Session, alias: { address: string }, size: number, subject: string) => {
   h.clock.advance("1 minute")

@@ -135,7 +135,9 @@ describe("the rendering with remote images loaded", () => {
     const id = await inject(html)
     const row = await rowOf(id)
     expect(row.remote_image_count).toBe(1)
-    expect(row.html_sanitized_remote).toBe(sanitizeEmailHtml(checked(row.html_original!), { allowRemoteImages: true }).html)
+    expect(row.html_sanitized_remote).toBe(sanitizeEmailHtml(checked(html), { allowRemoteImages: true }).html)
+    // The HTML as received is not kept beside its renderings (#36): the raw bytes have it.
+    expect(row.html_original).toBeNull()
     expect(row.html_sanitized_remote).toContain(`src="https://images.example/logo.png"`)
     expect(row.html_sanitized).not.toContain("images.example")
     expect(await view(id, true)).toMatchObject({ body: row.html_sanitized_remote, remoteImagesAllowed: true })
@@ -148,7 +150,8 @@ describe("the rendering with remote images loaded", () => {
   it("of a row processed before it was stored: made again only from a small HTML; a larger one is served blocked", async () => {
     const id = await inject(html)
     const { html_sanitized, html_sanitized_remote } = await rowOf(id)
-    await h.query("UPDATE messages SET html_sanitized_remote = NULL WHERE id = $1", [id])
+    // As stored then: the HTML as received, and no rendering with remote images.
+    await h.query("UPDATE messages SET html_sanitized_remote = NULL, html_original = $2 WHERE id = $1", [id, html])
     expect(await view(id, true)).toMatchObject({ body: html_sanitized_remote, remoteImagesAllowed: true })
     // Past 64 KiB the original is not read at request time.
     await h.query("UPDATE messages SET html_original = html_original || repeat(' ', 65536) WHERE id = $1", [id])
@@ -170,8 +173,8 @@ describe("webhook text_body", () => {
     expect((await rowOf(stored)).webhook_text_body).toBe("Hello there, your code is 482913")
     // What dispatch reads: the stored text, whatever the bodies say.
     await h.query("UPDATE messages SET webhook_text_body = 'as the pipeline stored it' WHERE id = $1", [stored])
-    // Rows as processed before migration 0018.
-    await h.query("UPDATE messages SET webhook_text_body = NULL WHERE id = ANY($1::int[])", [[small, large, textPart]])
+    // Rows as processed before migration 0018: no webhook text, the HTML as received kept.
+    await h.query("UPDATE messages SET webhook_text_body = NULL, html_original = $2 WHERE id = ANY($1::int[])", [[small, large, textPart], html])
     await h.query("UPDATE messages SET html_original = html_original || repeat(' ', 65536) WHERE id = $1", [large])
 
     await worker.dispatch()

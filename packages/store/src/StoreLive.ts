@@ -20,6 +20,7 @@ import { Shares } from "./sharing/Shares.ts"
 import { SearchIndex } from "./search/SearchIndex.ts"
 import { Mailstore } from "./messages/Mailstore.ts"
 import { MessageActions } from "./messages/MessageActions.ts"
+import { StorageCompaction } from "./messages/StorageCompaction.ts"
 import { Messages } from "./messages/Messages.ts"
 import { MessageWaits } from "./messages/MessageWaits.ts"
 import { Notices } from "./notices/Notices.ts"
@@ -127,6 +128,8 @@ export const storeLayer = (options: { readonly random: Layer.Layer<CandidateRand
     TestMail.layer.pipe(Layer.provide([Aliases.layer, Mailstore.layerNoDeps])),
     Messages.layerNoDeps,
     MessageActions.layerNoDeps,
+    // the background conversion of mail stored before migration 0028 (issue #36 item 7)
+    StorageCompaction.layerNoDeps,
     // Messages.layerNoDeps and RealtimeOnFirstUse are the instances above (layers are built once).
     MessageWaits.layerNoDeps.pipe(Layer.provide([Messages.layerNoDeps, RealtimeOnFirstUse])),
     Notices.layer,

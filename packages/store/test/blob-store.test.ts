@@ -4,7 +4,7 @@
  * bytes, and attachments written, listed, read and removed.
  */
 import { assert, layer } from "@effect/vitest"
-import { BlobStore, MailboxAccess, MailQueue, Mailstore, RawPieceBytes } from "@burnbox/store"
+import { BlobStore, inflateRaw, MailboxAccess, MailQueue, Mailstore, RawPieceBytes } from "@burnbox/store"
 import { seedAlias, TestDatabase } from "@burnbox/testkit"
 import { Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql"
@@ -14,6 +14,19 @@ const Store = Layer.mergeAll(BlobStore.layer, MailboxAccess.layer, Mailstore.lay
 
 /** Every byte value, CR and LF and NUL included, many times over: whatever arrives is kept. */
 const everyByte = (length: number) => Uint8Array.from({ length }, (_, i) => (i * 7 + (i >> 8)) % 256)
+
+/** Bytes that do not compress (a fixed pseudo-random sequence). */
+const noise = (length: number) => {
+  const out = new Uint8Array(length)
+  let x = 2_463_534_242
+  for (let i = 0; i < length; i++) {
+    x ^= x << 13
+    x ^= x >>> 17
+    x ^= x << 5
+    out[i] = x & 255
+  }
+  return out
+}
 
 const largeObjects = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
@@ -48,6 +61,29 @@ layer(Store, { timeout: 120_000 })("BlobStore", (it) => {
       assert.strictEqual(yield* largeObjects, before)
     }))
 
+  it.effect("keeps a big message that does not compress (stored in pieces, read back a piece at a time), and compresses one stored before 0028 in place", () =>
+    Effect.gen(function*() {
+      const blobs = yield* BlobStore
+      const sql = yield* SqlClient.SqlClient
+      const mailbox = yield* seedAlias("blob.noise")
+      const raw = noise(2 * RawPieceBytes + 777)
+      const before = yield* largeObjects
+      const id = yield* acceptRaw(mailbox, [raw.subarray(0, 1_000_000), raw.subarray(1_000_000)])
+      const [stored] = yield* sql<{ n: number; zstd: boolean }>`SELECT octet_length(raw) AS n, zstd FROM message_raw WHERE message_id = ${id}`
+      assert.isTrue(stored!.zstd)
+      assert.isAbove(stored!.n, RawPieceBytes)
+      assert.strictEqual(Buffer.compare(Option.getOrThrow(yield* blobs.readRaw(id)), raw), 0)
+      // As stored before migration 0028: the bytes as received.
+      yield* sql`UPDATE message_raw SET raw = ${raw}, zstd = false WHERE message_id = ${id}`
+      assert.strictEqual(Buffer.compare(Option.getOrThrow(yield* blobs.readRaw(id)), raw), 0)
+      const compressed = yield* sql.withTransaction(blobs.compressStoredRaws(id - 1, id))
+      assert.deepStrictEqual([compressed.count, compressed.bytesBefore], [1, raw.byteLength])
+      assert.strictEqual(Buffer.compare(Option.getOrThrow(yield* blobs.readRaw(id)), raw), 0)
+      const [after] = yield* sql<{ zstd: boolean }>`SELECT zstd FROM message_raw WHERE message_id = ${id}`
+      assert.isTrue(after!.zstd)
+      assert.strictEqual(yield* largeObjects, before)
+    }))
+
   it.effect("reads a message's bytes for a reader only when the message is in a mailbox the reader reaches", () =>
     Effect.gen(function*() {
       const blobs = yield* BlobStore
@@ -60,18 +96,26 @@ layer(Store, { timeout: 120_000 })("BlobStore", (it) => {
       assert.isTrue(Option.isNone(yield* blobs.readRaw(id + 1_000)))
     }))
 
-  it.effect("inlines a claim's raw bytes up to the limit and only says that larger ones exist", () =>
+  it.effect("inlines a claim's raw bytes up to the limit (as stored, compressed) and only says that larger ones exist", () =>
     Effect.gen(function*() {
       const blobs = yield* BlobStore
       const sql = yield* SqlClient.SqlClient
       const mailbox = yield* seedAlias("blob.inline")
       const small = yield* acceptRaw(mailbox, everyByte(100))
       const large = yield* acceptRaw(mailbox, everyByte(101))
-      const { columns, join } = blobs.inlineRaw("m.id", 100)
+      const [stored] = yield* sql<{ n: number }>`SELECT octet_length(raw) AS n FROM message_raw WHERE message_id = ${small}`
+      const { columns, join } = blobs.inlineRaw("m.id", stored!.n)
       const rows = yield* sql`SELECT m.id, ${columns} FROM messages m ${join} WHERE m.id IN ${sql.in([small, large])} ORDER BY m.id`.pipe(
-        Effect.flatMap(Schema.decodeUnknownEffect(Schema.Array(Schema.Struct({ id: Schema.Int, has_raw: Schema.Boolean, raw: Schema.NullOr(Schema.Uint8Array) }))))
+        Effect.flatMap(Schema.decodeUnknownEffect(Schema.Array(Schema.Struct({
+          id: Schema.Int,
+          has_raw: Schema.Boolean,
+          raw: Schema.NullOr(Schema.Uint8Array),
+          raw_zstd: Schema.Boolean
+        }))))
       )
-      assert.deepStrictEqual(rows.map((r) => [r.id, r.has_raw, r.raw?.byteLength ?? null]), [[small, true, 100], [large, true, null]])
+      assert.deepStrictEqual(rows.map((r) => [r.id, r.has_raw, r.raw === null ? null : r.raw.byteLength, r.raw_zstd]), [[small, true, stored!.n, true], [large, true, null, true]])
+      const inflated = yield* inflateRaw(rows[0]!.raw!, true, 100)
+      assert.strictEqual(Buffer.compare(inflated, everyByte(100)), 0)
     }))
 
   it.effect("lists a processed message's attachments in order without their bytes, and reads one with its bytes for its reader only", () =>

@@ -6,6 +6,7 @@
 import { execFile } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import { fileURLToPath } from "node:url"
+import { zstdDecompressSync } from "node:zlib"
 import { PgClient } from "@effect/sql-pg"
 import { HotReads, httpListener } from "@burnbox/server"
 import { SmtpListener, smtpListener } from "@burnbox/ingest"
@@ -71,6 +72,11 @@ export interface Harness {
   /** A plan change through its one use case (`Accounts.changePlan`), every feature's effect applied, as an operator's `admin account plan` does. */
   readonly changePlan: (accountId: number, plan: "free" | "premium" | "pro") => Promise<void>
   readonly query: <R extends pg.QueryResultRow = any>(text: string, params?: ReadonlyArray<unknown>) => Promise<Array<R>>
+  /**
+   * A message's raw bytes as `message_raw` holds them (zstd-compressed since migration 0028), read
+   * back as received, with how it holds them; undefined when the message has none.
+   */
+  readonly storedRaw: (messageId: number) => Promise<{ readonly raw: Buffer; readonly zstd: boolean; readonly storedBytes: number } | undefined>
   readonly cli: (args: ReadonlyArray<string>) => Promise<{ code: number; stdout: string; stderr: string; json: any }>
   /** The worker's periodic work, run once at the harness clock's time. */
   readonly worker: {
@@ -270,6 +276,11 @@ export const startHarness = async (
       const { rows } = await pool.query(text, params as Array<unknown>)
       snapshots.forgetAll()
       return rows
+    },
+    storedRaw: async (messageId) => {
+      const { rows } = await pool.query<{ raw: Buffer; zstd: boolean }>("SELECT raw, zstd FROM message_raw WHERE message_id = $1", [messageId])
+      const row = rows[0]
+      return row === undefined ? undefined : { raw: row.zstd ? zstdDecompressSync(row.raw) : row.raw, zstd: row.zstd, storedBytes: row.raw.byteLength }
     },
     cli,
     worker: {

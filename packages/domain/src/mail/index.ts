@@ -10,7 +10,9 @@ export {
   sanitizeEmailHtml,
   type SanitizedEmail,
   type SanitizeEmailOptions,
-  textAsHtml
+  textAsHtml,
+  TextPartPayloadMaxChars,
+  textPartPayload
 } from "./sanitize.ts"
 export {
   type CheckedHtml,
@@ -38,4 +40,4 @@ export {
   type TestMessageRequest,
   validateTestMessage
 } from "./testMessage.ts"
-export { type MailDigest, SearchTextMaxChars, type StoredColumns, storedColumns, type WorkedMail, workedMail } from "./worked.ts"
+export { type MailDigest, SearchTextMaxChars, type StoredColumns, storedColumns, storedWebhookTextBody, type WorkedMail, workedMail } from "./worked.ts"

@@ -9,6 +9,7 @@
  * (`textAsHtml`).
  */
 import sanitizeHtml from "sanitize-html"
+import { payloadTextBody, TextBodyMaxChars } from "../webhooks/textBody.ts"
 import { type CheckedHtml, checkHtmlLimits, type HtmlLimitCheck } from "./limits.ts"
 
 // ---------------------------------------------------------------------------------------------
@@ -220,7 +221,7 @@ export const htmlTextWithoutParser = (html: string): string => {
 // ---------------------------------------------------------------------------------------------
 
 /** A text part holding only whitespace counts as missing (some senders attach an empty one next to the HTML). */
-const hasTextPart = (text: string | null): text is string => text !== null && text.trim() !== ""
+export const hasTextPart = (text: string | null): text is string => text !== null && text.trim() !== ""
 
 /**
  * `messageText` for HTML checked already: the text part, else the HTML's visible text, read
@@ -238,6 +239,22 @@ export const readerText = (text: string | null, html: HtmlLimitCheck | null): st
  */
 export const messageText = (text: string | null, html: string | null): string =>
   hasTextPart(text) ? text : readerText(null, html === null ? null : checkHtmlLimits(html))
+
+/**
+ * A text part up to this many characters makes its webhook `text_body` on read (on the main
+ * thread at dispatch: ~0.3 ms); a longer one has it stored, made in the pipeline's thread.
+ */
+export const TextPartPayloadMaxChars = 4 * TextBodyMaxChars
+
+/**
+ * A webhook's `text_body` (spec 6.3) as the stored text part alone makes it (`textBody` as the
+ * message row holds it, at most TextPartPayloadMaxChars): cheap, so the pipeline stores no copy
+ * of it (webhook_text_body is NULL) when it is the one the pipeline made. Null without a text
+ * part: then the text comes from the HTML, which needs the parser and is made in the pipeline's
+ * threads.
+ */
+export const textPartPayload = (textBody: string | null): string | null =>
+  hasTextPart(textBody) ? payloadTextBody(textBody) : null
 
 /**
  * A one-line preview: whitespace collapsed, cut on a word boundary with "…" when longer than `max`

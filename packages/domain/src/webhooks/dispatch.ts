@@ -12,7 +12,7 @@
  */
 import type { EventType } from "./Events.ts"
 import { smallCheckedHtml } from "../mail/limits.ts"
-import { messageText } from "../mail/sanitize.ts"
+import { messageText, textPartPayload } from "../mail/sanitize.ts"
 import { envelopeBytes, payloadTextBody, selectsEvent, type WebhookSubscription } from "./Webhook.ts"
 
 /** An event of the outbox, as dispatch reads it. */
@@ -73,12 +73,13 @@ export interface MessageBodies {
 }
 
 /**
- * A message's `text_body`: the one the pipeline made in its thread. Rows stored before it made
- * one have their text part, or the text of their HTML when it is small enough to read here,
- * on the main thread (smallCheckedHtml); a larger HTML gives nothing.
+ * A message's `text_body`: the one the pipeline made in its thread from the HTML, else the one
+ * its text part makes (the pipeline stores none then: `textPartPayload`). Rows stored before the
+ * pipeline made one and without a text part have the text of their HTML when it is small enough
+ * to read here, on the main thread (smallCheckedHtml); a larger HTML gives nothing.
  */
 const textBodyOf = (message: MessageBodies): string => {
-  const made = message.webhookTextBody ?? null
+  const made = message.webhookTextBody ?? textPartPayload(message.textBody)
   if (made !== null) return made
   const html = message.htmlOriginal === null ? undefined : smallCheckedHtml(message.htmlOriginal)
   return payloadTextBody(messageText(message.textBody, html ?? null))

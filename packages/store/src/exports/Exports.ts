@@ -253,7 +253,7 @@ export class Exports extends Context.Service<Exports, {
       const condition = yield* selection(claimed)
       const rows = yield* sql`
         SELECT m.id, al.local_part || '@' || d.name AS alias, m.sender_address, m.envelope_from, m.subject, m.received_at,
-               octet_length(r.raw) AS size
+               m.size_bytes AS size
         FROM messages m JOIN message_raw r ON r.message_id = m.id
         JOIN aliases al ON al.id = m.alias_id JOIN domains d ON d.id = al.domain_id
         WHERE ${condition} AND m.id > ${afterId} AND m.id <= ${upTo}

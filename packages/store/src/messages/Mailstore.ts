@@ -9,7 +9,7 @@ import { type PlanEntitlements, QuotaExceeded, ResolvedPlan } from "@burnbox/dom
 import { Cause, Context, Deferred, Effect, Layer, Queue, Result, Schema } from "effect"
 import { PgTypes } from "@effect/sql-pg"
 import { SqlClient } from "effect/sql"
-import { BlobStore, type RawBytes, rawBytes, type StagedRaw } from "../platform/BlobStore.ts"
+import { BlobStore, compressRaw, type RawBytes, type StagedRaw } from "../platform/BlobStore.ts"
 import { rowsDecoder } from "../platform/Rows.ts"
 import { now } from "../platform/Time.ts"
 import { SearchIndex } from "../search/SearchIndex.ts"
@@ -430,7 +430,8 @@ export class Mailstore extends Context.Service<Mailstore, {
 
     const accept = Effect.fn("Mailstore.accept")(function*(input: AcceptInput) {
       const done = yield* Deferred.make<ReadonlyArray<Accepted>, QuotaExceeded>()
-      yield* Queue.offer(pending, { input, raw: rawBytes(input.raw), done })
+      // Compressed here, before the batch: a big message's in the thread pool, while others' batches commit.
+      yield* Queue.offer(pending, { input, raw: yield* compressRaw(input.raw), done })
       return yield* Deferred.await(done)
     })
 

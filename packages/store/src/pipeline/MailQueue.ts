@@ -17,7 +17,7 @@ import { Context, Effect, Layer, Option, type Queue, Schema, type Scope } from "
 import { SqlClient, SqlSchema, type Statement } from "effect/sql"
 import { PipelineChannel } from "../messages/Mailstore.ts"
 import { eventRecord, insertEventRecords, type NewEvent, OutboxChannel } from "../webhooks/Outbox.ts"
-import { BlobStore, RawPieceBytes } from "../platform/BlobStore.ts"
+import { BlobStore, inflateRaw, RawPieceBytes } from "../platform/BlobStore.ts"
 import { publishFragment } from "../realtime/Realtime.ts"
 import { Entitlements } from "../plans/Entitlements.ts"
 import { ruleMarks, ruleReturning, ruleTrashSet, ruleWalk, walkedColumns } from "../rules/RuleWalk.ts"
@@ -49,7 +49,8 @@ const ClaimedRow = Schema.Struct({
   client_helo: Schema.NullOr(Schema.String),
   envelope_from: Schema.NullOr(Schema.String),
   has_raw: Schema.Boolean,
-  raw: Schema.NullOr(Schema.Uint8Array)
+  raw: Schema.NullOr(Schema.Uint8Array),
+  raw_zstd: Schema.NullOr(Schema.Boolean)
 })
 
 /** A claimed message with what its processing needs. */
@@ -177,7 +178,12 @@ export class MailQueue extends Context.Service<MailQueue, {
     })
     const claimUpTo = (limit: number) =>
       Effect.flatMap(now, (at) => claimRows({ at, limit: Math.max(1, Math.floor(limit)) })).pipe(
-        Effect.map((rows) => rows.map(toClaimed)),
+        Effect.flatMap((rows) =>
+          Effect.forEach(rows, (row) =>
+            row.raw === null
+              ? Effect.succeed(toClaimed(row))
+              : Effect.map(inflateRaw(row.raw, row.raw_zstd === true, row.size_bytes), (raw) => toClaimed({ ...row, raw })))
+        ),
         Effect.orDie
       )
     const claim = claimUpTo(ClaimBatchSize)

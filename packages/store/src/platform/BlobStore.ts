@@ -5,12 +5,18 @@
  * S3-compatible layer would keep the bytes under keys, with these tables holding the keys, and
  * nothing that calls it would change.
  *
+ * Raw bytes are stored zstd-compressed (`message_raw.zstd`, migration 0028; issue #36), once:
+ * `compressRaw` makes them before the accepting statement and every reader gets the bytes as
+ * received. Rows stored before are read as they are, and converted in the background
+ * (`StorageCompaction`).
+ *
  * Readers ask it for bytes; a reader on behalf of an account passes the condition on the message
  * row `m` that its mailboxes meet (MailboxAccess), so the bytes of mail the account does not
  * reach are never read. Writers compose it into their own transactions: the accepting statement
  * takes the raw bytes as a fragment (a big message staged piece by piece first, `stageRaw`), the
  * pipeline's store writes attachments, and a message destroyed takes its bytes with it.
  */
+import { constants as zlibConstants, createZstdCompress, zstdCompressSync, zstdDecompress, zstdDecompressSync } from "node:zlib"
 import { PgTypes } from "@effect/sql-pg"
 import { Context, Effect, Layer, Option, Result, Schema } from "effect"
 import { SqlClient, type SqlError, SqlSchema, type Statement } from "effect/sql"
@@ -31,26 +37,79 @@ const StagePieceBytes = RawPieceBytes - 16 * 1024
 /** At most this many parts of a piece are joined by PostgreSQL (`||`); more are joined before. */
 const MaxJoinedParts = 32
 
-/** The raw bytes of one accepted message: `whole` when small, else the `pieces` as received, staged before the insert. */
+/**
+ * The raw bytes of one accepted message, zstd-compressed (`compressRaw`): `whole` when the
+ * compressed bytes are small, else their `pieces`, staged before the insert. `size` is the
+ * message's own size (as received: quotas and counters count it).
+ */
 export interface RawBytes {
   readonly size: number
   readonly whole: Uint8Array | null
   readonly pieces: ReadonlyArray<Uint8Array>
 }
 
-/** The exact bytes as received (one array, or the pieces in order: a big message need never be joined). */
-export const rawBytes = (raw: Uint8Array | ReadonlyArray<Uint8Array>): RawBytes => {
+/**
+ * Raw bytes up to this size are compressed and decompressed on the calling thread (tens of
+ * microseconds for the usual mail); larger ones in libuv's thread pool, off the event loop.
+ */
+export const InlineZstdBytes = 256 * 1024
+/** zstd's default level: ~3x faster than PostgreSQL's pglz, and smaller. */
+const zstdOptions = { params: { [zlibConstants.ZSTD_c_compressionLevel]: 3 } }
+
+const compressedPieces = (pieces: ReadonlyArray<Uint8Array>) =>
+  Effect.callback<Array<Uint8Array>>((resume) => {
+    const out: Array<Uint8Array> = []
+    const zstd = createZstdCompress({ ...zstdOptions, chunkSize: 256 * 1024 })
+    zstd.on("data", (chunk: Uint8Array) => out.push(chunk))
+    zstd.on("end", () => resume(Effect.succeed(out)))
+    zstd.on("error", (error) => resume(Effect.die(error)))
+    for (const piece of pieces) zstd.write(piece)
+    zstd.end()
+  })
+
+/**
+ * The exact bytes as received (one array, or the pieces in order: a big message need never be
+ * joined), compressed as `message_raw` keeps them: a big message in the thread pool, its
+ * compressed pieces as the compressor makes them.
+ */
+export const compressRaw = (raw: Uint8Array | ReadonlyArray<Uint8Array>): Effect.Effect<RawBytes> => {
   const list = raw instanceof Uint8Array ? [raw] : raw
   const size = list.reduce((n, c) => n + c.byteLength, 0)
-  if (size <= RawPieceBytes) return { size, whole: list.length === 1 ? list[0]! : Buffer.concat(list), pieces: [] }
-  return { size, whole: null, pieces: list }
+  if (size <= InlineZstdBytes) {
+    return Effect.sync(() => ({ size, whole: zstdCompressSync(list.length === 1 ? list[0]! : Buffer.concat(list, size), zstdOptions), pieces: [] }))
+  }
+  return compressedPieces(list).pipe(Effect.map((pieces) => {
+    const stored = pieces.reduce((n, c) => n + c.byteLength, 0)
+    return stored <= RawPieceBytes ? { size, whole: Buffer.concat(pieces, stored), pieces: [] } : { size, whole: null, pieces }
+  }))
 }
+
+/**
+ * The bytes as received from the bytes `message_raw` holds (`zstd`: compressed; else as they
+ * were stored before migration 0028). `size`: the message's own size, which decides whether
+ * the work is done on this thread.
+ */
+export const inflateRaw = (stored: Uint8Array, zstd: boolean, size: number): Effect.Effect<Uint8Array> =>
+  !zstd
+    ? Effect.succeed(stored)
+    : size <= InlineZstdBytes
+    ? Effect.sync((): Uint8Array => zstdDecompressSync(stored))
+    : Effect.callback<Uint8Array>((resume) =>
+      zstdDecompress(stored, (error, result) => resume(error === null ? Effect.succeed(result) : Effect.die(error)))
+    )
 
 /** The raw bytes of a batch of accepted messages, ready for the accepting statement (`stageRaw`). */
 export interface StagedRaw {
   readonly raws: ReadonlyArray<RawBytes>
   /** The large object holding each big message's bytes, by position in `raws`; null for a whole one. */
   readonly objects: ReadonlyArray<number | null>
+}
+
+/** What `compressStoredRaws` did. */
+export interface CompressedRaws {
+  readonly count: number
+  readonly bytesBefore: number
+  readonly bytesAfter: number
 }
 
 /** What describes an attachment (MessageDetail.attachments). */
@@ -100,9 +159,10 @@ export class BlobStore extends Context.Service<BlobStore, {
    */
   readonly readRaw: (messageId: number, options?: { readonly reachable: Statement.Fragment }) => Effect.Effect<Option.Option<Uint8Array>>
   /**
-   * A claim's raw bytes, read with its rows: the select-list items `has_raw` and `raw` (the bytes
-   * when at most `inlineBytes`, else null: read them with `readRaw`) and the join they need, for
-   * rows whose message id is `messageId` (a column reference).
+   * A claim's raw bytes, read with its rows: the select-list items `has_raw`, `raw` (the stored
+   * bytes when at most `inlineBytes` of them, else null: read them with `readRaw`) and `raw_zstd`
+   * (give `raw` to `inflateRaw` with it) and the join they need, for rows whose message id is
+   * `messageId` (a column reference).
    */
   readonly inlineRaw: (messageId: string, inlineBytes: number) => { readonly columns: Statement.Fragment; readonly join: Statement.Fragment }
   /** What describes each attachment of a message, in order. */
@@ -131,6 +191,13 @@ export class BlobStore extends Context.Service<BlobStore, {
   readonly insertRawBatch: (staged: StagedRaw) => Statement.Fragment
   /** A data-modifying step that stores the raw bytes of `staged.raws[index]` for the message of `message` (a CTE with `id`). */
   readonly insertRawOne: (staged: StagedRaw, index: number, message: string) => Statement.Fragment
+
+  /**
+   * Compresses the raw bytes stored before migration 0028 of the messages with ids in
+   * (`afterId`, `upTo`], in the caller's transaction (their rows locked until it commits; readers
+   * do not wait for them). Answers how many, and their bytes before and after.
+   */
+  readonly compressStoredRaws: (afterId: number, upTo: number) => Effect.Effect<CompressedRaws, SqlError.SqlError>
 
   /** Stores attachments; in the caller's transaction. */
   readonly writeAttachments: (attachments: ReadonlyArray<NewAttachment>) => Effect.Effect<void, SqlError.SqlError>
@@ -162,36 +229,41 @@ export class BlobStore extends Context.Service<BlobStore, {
     // A raw message up to RawPieceBytes comes whole with its size; a larger one is read a piece at
     // a time into one array of its size: read whole, the driver would hold its protocol message
     // (the size, grown by doubling) and then copy the bytes out of it, ~3 times the message.
-    const decodeSized = rowsDecoder(Schema.Struct({ size: Schema.Int, raw: Schema.NullOr(Schema.Uint8Array) }))
+    const decodeSized = rowsDecoder(Schema.Struct({
+      size: Schema.Int,
+      stored: Schema.Int,
+      zstd: Schema.Boolean,
+      raw: Schema.NullOr(Schema.Uint8Array)
+    }))
     const decodePiece = rowsDecoder(Schema.Struct({ piece: Schema.NullOr(Schema.Uint8Array) }))
-    const readRaw = (messageId: number, options?: { readonly reachable: Statement.Fragment }) =>
+    const readRaw = (messageId: number, options?: { readonly reachable: Statement.Fragment }): Effect.Effect<Option.Option<Uint8Array>, SqlError.SqlError> =>
       Effect.gen(function*() {
-        const [found] = yield* (options === undefined
-          ? sql`
-        SELECT octet_length(r.raw) AS size, CASE WHEN octet_length(r.raw) <= ${RawPieceBytes} THEN r.raw END AS raw
-        FROM message_raw r WHERE r.message_id = ${messageId}`
-          : sql`
-        SELECT octet_length(r.raw) AS size, CASE WHEN octet_length(r.raw) <= ${RawPieceBytes} THEN r.raw END AS raw
+        const [found] = yield* sql`
+        SELECT m.size_bytes AS size, octet_length(r.raw) AS stored, r.zstd,
+               CASE WHEN octet_length(r.raw) <= ${RawPieceBytes} THEN r.raw END AS raw
         FROM message_raw r JOIN messages m ON m.id = r.message_id
-        WHERE m.id = ${messageId} AND ${options.reachable}`).pipe(Effect.flatMap(decodeSized))
+        WHERE m.id = ${messageId} AND ${options?.reachable ?? sql`true`}`.pipe(Effect.flatMap(decodeSized))
         if (found === undefined) return Option.none<Uint8Array>()
-        if (found.raw !== null) return Option.some<Uint8Array>(found.raw)
-        const whole = new Uint8Array(found.size)
-        for (let offset = 0; offset < found.size; offset += StagePieceBytes) {
+        if (found.raw !== null) return Option.some(yield* inflateRaw(found.raw, found.zstd, found.size))
+        const whole = new Uint8Array(found.stored)
+        for (let offset = 0; offset < found.stored; offset += StagePieceBytes) {
           const [row] = yield* sql`
-            SELECT substring(raw FROM ${offset + 1} FOR ${StagePieceBytes}) AS piece FROM message_raw WHERE message_id = ${messageId}`.pipe(
-            Effect.flatMap(decodePiece)
-          )
-          // Gone meanwhile (the message was deleted): as if it had never been there.
-          if (row === undefined || row.piece === null || row.piece.byteLength !== Math.min(StagePieceBytes, found.size - offset)) return Option.none<Uint8Array>()
+            SELECT substring(raw FROM ${offset + 1} FOR ${StagePieceBytes}) AS piece FROM message_raw
+            WHERE message_id = ${messageId} AND zstd = ${found.zstd}`.pipe(Effect.flatMap(decodePiece))
+          // Gone (the message was deleted) or converted meanwhile: read again, or as if it had never been there.
+          if (row === undefined || row.piece === null || row.piece.byteLength !== Math.min(StagePieceBytes, found.stored - offset)) {
+            return found.zstd ? Option.none<Uint8Array>() : yield* readRaw(messageId, options)
+          }
           whole.set(row.piece, offset)
         }
-        return Option.some<Uint8Array>(whole)
-      }).pipe(Effect.orDie)
+        return Option.some(yield* inflateRaw(whole, found.zstd, found.size))
+      })
+    const readRawOrDie = (messageId: number, options?: { readonly reachable: Statement.Fragment }) =>
+      readRaw(messageId, options).pipe(Effect.orDie)
 
     const inlineRaw = (messageId: string, inlineBytes: number) => ({
       columns: sql`(r.message_id IS NOT NULL) AS has_raw,
-               CASE WHEN octet_length(r.raw) <= ${inlineBytes} THEN r.raw END AS raw`,
+               CASE WHEN octet_length(r.raw) <= ${inlineBytes} THEN r.raw END AS raw, r.zstd AS raw_zstd`,
       join: sql`LEFT JOIN message_raw r ON r.message_id = ${sql.literal(messageId)}`
     })
 
@@ -261,15 +333,52 @@ export class BlobStore extends Context.Service<BlobStore, {
 
     const insertRawBatch = (staged: StagedRaw) =>
       sql`
-            INSERT INTO message_raw (message_id, raw)
-            SELECT ids.id, coalesce(r.raw, lo_get(r.staged)) FROM input i JOIN ids USING (ord)
+            INSERT INTO message_raw (message_id, raw, zstd)
+            SELECT ids.id, coalesce(r.raw, lo_get(r.staged)), true FROM input i JOIN ids USING (ord)
             JOIN unnest(${bytea(staged.raws.map((raw) => raw.whole))},
                         ${oids(staged.objects)})
               WITH ORDINALITY AS r(raw, staged, n) ON r.n = i.n`
     const insertRawOne = (staged: StagedRaw, index: number, message: string) =>
       sql`
-              INSERT INTO message_raw (message_id, raw)
-              SELECT id, coalesce(${staged.raws[index]!.whole}::bytea, lo_get(${PgTypes.oid(staged.objects[index] ?? null)})) FROM ${sql.literal(message)}`
+              INSERT INTO message_raw (message_id, raw, zstd)
+              SELECT id, coalesce(${staged.raws[index]!.whole}::bytea, lo_get(${PgTypes.oid(staged.objects[index] ?? null)})), true
+              FROM ${sql.literal(message)}`
+
+    const decodeStoredRaws = rowsDecoder(Schema.Struct({
+      message_id: Schema.Int,
+      stored: Schema.Int,
+      raw: Schema.NullOr(Schema.Uint8Array)
+    }))
+    const compressStoredRaws = (afterId: number, upTo: number) =>
+      Effect.gen(function*() {
+        const rows = yield* sql`
+          SELECT message_id, octet_length(raw) AS stored, CASE WHEN octet_length(raw) <= ${InlineZstdBytes} THEN raw END AS raw
+          FROM message_raw WHERE message_id > ${afterId} AND message_id <= ${upTo} AND NOT zstd
+          ORDER BY message_id FOR UPDATE`.pipe(Effect.flatMap(decodeStoredRaws))
+        let bytesAfter = 0
+        const whole: Array<{ readonly id: number; readonly raw: Uint8Array }> = []
+        for (const row of rows) {
+          // A big one alone, read a piece at a time and written from a large object (as accepted).
+          const bytes = row.raw ?? Option.getOrThrow(yield* readRaw(row.message_id))
+          const compressed = yield* compressRaw(bytes)
+          if (compressed.whole !== null) {
+            whole.push({ id: row.message_id, raw: compressed.whole })
+            bytesAfter += compressed.whole.byteLength
+            continue
+          }
+          const oid = yield* stage(compressed.pieces)
+          yield* sql`UPDATE message_raw SET raw = lo_get(${PgTypes.oid(oid)}), zstd = true WHERE message_id = ${row.message_id}`
+          yield* unstage([oid])
+          bytesAfter += compressed.pieces.reduce((n, piece) => n + piece.byteLength, 0)
+        }
+        if (whole.length > 0) {
+          yield* sql`
+            UPDATE message_raw r SET raw = c.raw, zstd = true
+            FROM unnest(${whole.map((w) => w.id)}::int4[], ${bytea(whole.map((w) => w.raw))}) AS c(id, raw)
+            WHERE r.message_id = c.id`
+        }
+        return { count: rows.length, bytesBefore: rows.reduce((n, row) => n + row.stored, 0), bytesAfter } satisfies CompressedRaws
+      })
 
     // An attachment over RawPieceBytes is staged in a large object a piece at a time and copied
     // from it by its insert: as a parameter, the driver would copy it twice more (its bind message,
@@ -293,14 +402,17 @@ export class BlobStore extends Context.Service<BlobStore, {
     const removeAttachments = (messageIds: ReadonlyArray<number>) =>
       messageIds.length === 0 ? Effect.void : sql`DELETE FROM attachments WHERE message_id IN ${sql.in(messageIds)}`.pipe(Effect.asVoid)
 
-    const RawOf = Schema.Struct({ message_id: Schema.Int, raw: Schema.Uint8Array })
+    const RawOf = Schema.Struct({ message_id: Schema.Int, raw: Schema.Uint8Array, zstd: Schema.Boolean, size: Schema.Int })
     const decodeRaws = rowsDecoder(RawOf)
     const readRaws = (messageIds: ReadonlyArray<number>) =>
       messageIds.length === 0
         ? Effect.succeed(new Map<number, Uint8Array>())
-        : sql`SELECT message_id, raw FROM message_raw WHERE message_id IN ${sql.in(messageIds)}`.pipe(
+        : sql`
+          SELECT r.message_id, r.raw, r.zstd, m.size_bytes AS size
+          FROM message_raw r JOIN messages m ON m.id = r.message_id WHERE r.message_id IN ${sql.in(messageIds)}`.pipe(
           Effect.flatMap(decodeRaws),
-          Effect.map((rows) => new Map(rows.map((row) => [row.message_id, row.raw]))),
+          Effect.flatMap((rows) => Effect.forEach(rows, (row) => Effect.map(inflateRaw(row.raw, row.zstd, row.size), (raw) => [row.message_id, raw] as const))),
+          Effect.map((entries) => new Map(entries)),
           Effect.orDie
         )
     // Archives are large objects: written and read a piece at a time, never whole in memory.
@@ -323,7 +435,7 @@ export class BlobStore extends Context.Service<BlobStore, {
       writeArchive,
       readArchive,
       removeArchive,
-      readRaw,
+      readRaw: readRawOrDie,
       inlineRaw,
       attachments,
       attachment,
@@ -333,6 +445,7 @@ export class BlobStore extends Context.Service<BlobStore, {
       unstage,
       insertRawBatch,
       insertRawOne,
+      compressStoredRaws,
       writeAttachments,
       removeAttachments,
       messagesDestroyed: () => Effect.void

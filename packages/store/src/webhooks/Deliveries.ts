@@ -199,16 +199,22 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
 
     // -- dispatch -----------------------------------------------------------------------------
 
-    /** Taken and marked in one statement. */
+    /**
+     * Taken and marked in one statement: their ids leave events_pending (migration 0031); the
+     * event rows themselves are never rewritten.
+     */
     const takeEvents = SqlSchema.findAll({
-      Request: Schema.Struct({ at: Schema.Date, limit: Schema.Int }),
+      Request: Schema.Struct({ limit: Schema.Int }),
       Result: OutboxEventRow,
-      execute: ({ at, limit }) =>
+      execute: ({ limit }) =>
         sql`
-        UPDATE events SET dispatched_at = ${at}
-        WHERE id IN (
-          SELECT id FROM events WHERE dispatched_at IS NULL ORDER BY time, id LIMIT ${limit} FOR UPDATE SKIP LOCKED)
-        RETURNING id, account_id, alias_id, type, time, data`
+        WITH taken AS (
+          DELETE FROM events_pending
+          WHERE (time, id) IN (SELECT time, id FROM events_pending ORDER BY time, id LIMIT ${limit} FOR UPDATE SKIP LOCKED)
+          RETURNING time, id)
+        SELECT e.id, e.account_id, e.alias_id, e.type, e.time, e.data
+        FROM taken t JOIN events e ON e.id = t.id
+        ORDER BY t.time, t.id`
     })
 
     const activeEndpoints = SqlSchema.findAll({
@@ -298,9 +304,8 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
     })
 
     const dispatchBatch = Effect.fn("WebhookDeliveries.dispatchBatch")(function*(limit: number) {
-      const at = yield* now
       return yield* sql.withTransaction(Effect.gen(function*() {
-        const taken = yield* takeEvents({ at, limit })
+        const taken = yield* takeEvents({ limit })
         yield* dispatchEvents(dispatchable(taken))
         return taken.length
       }))
