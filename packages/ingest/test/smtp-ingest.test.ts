@@ -580,6 +580,7 @@ describe("counters written with the message", () => {
       lastReceivedAt: at2
     })
     expect(await accountUsed()).toBe(usedBefore + first.byteLength + second.byteLength)
+    await h.worker.foldCounts()
     const [row] = await h.query<{ storage_used_bytes: string }>("SELECT storage_used_bytes FROM accounts WHERE id = $1", [owner.accountId])
     expect(Number(row!.storage_used_bytes)).toBe(usedBefore + first.byteLength + second.byteLength)
   })

@@ -183,6 +183,7 @@ describe("the hot read path", () => {
     await eventually(async () => (await h.request("/storage", { token })).body.usedBytes > 0, "the accepted message")
     const id = await injectMail(h, { token }, alias.id)
     expect(id).toBeGreaterThan(0)
+    await h.worker.foldCounts()
     const [row] = await h.query<{ used: number }>("SELECT storage_used_bytes::float8 AS used FROM accounts WHERE id = $1", [session.accountId])
     expect((await h.request("/storage", { token })).body.usedBytes).toBe(row!.used)
   })

@@ -70,6 +70,7 @@ const exists = async (id: number) => ({
 })
 
 const counters = async (aliasId: number, accountId: number) => {
+  await h.worker.foldCounts()
   const [alias] = await h.query<{ received_count: number; unread_count: number; storage_used_bytes: string }>(
     "SELECT received_count, unread_count, storage_used_bytes FROM aliases WHERE id = $1",
     [aliasId]

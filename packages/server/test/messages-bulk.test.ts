@@ -148,6 +148,7 @@ describe("delete, delete_forever and restore answer one outcome per id", () => {
     })
     const left = await h.query("SELECT count(*)::int AS n FROM messages WHERE account_id = $1", [session.accountId])
     expect(left[0].n).toBe(0)
+    await h.worker.foldCounts()
     const aliasRow = await h.query("SELECT storage_used_bytes, unread_count FROM aliases WHERE id = $1", [alias.id])
     expect(aliasRow[0]).toEqual({ storage_used_bytes: "0", unread_count: 0 })
   })

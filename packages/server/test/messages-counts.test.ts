@@ -1,6 +1,6 @@
 /**
  * `total` of the plain mailbox, the archive and the trash comes from per-account counts kept by
- * triggers (migration 0007), not from counting rows (issue 5). Spec 2.12: total describes
+ * triggers (migration 0007; mail arriving as deltas, 0029), not from counting rows (issue 5). Spec 2.12: total describes
  * exactly the filtered set of the page. After every path that changes which view a message is
  * in, the kept counts must equal a real count of the rows, and the API's `total` must equal the
  * total of the same set counted row by row (a no-op narrowing filter forces the counting).
@@ -35,8 +35,15 @@ const realCounts = async (accountId: number): Promise<Counts> => {
   return row!
 }
 
+/** The kept counts: the mailbox_counts row plus the deltas of mail not folded into it yet (migration 0029). */
 const keptCounts = async (accountId: number): Promise<Counts> => {
-  const [row] = await h.query<Counts>("SELECT in_mailbox, archived, trashed FROM mailbox_counts WHERE account_id = $1", [accountId])
+  const [row] = await h.query<Counts>(
+    `SELECT (c.in_mailbox + coalesce((SELECT sum(d.in_mailbox) FROM mail_count_deltas d WHERE d.account_id = c.account_id), 0))::int AS in_mailbox,
+            c.archived,
+            (c.trashed + coalesce((SELECT sum(d.trashed) FROM mail_count_deltas d WHERE d.account_id = c.account_id), 0))::int AS trashed
+     FROM mailbox_counts c WHERE c.account_id = $1`,
+    [accountId]
+  )
   return row ?? { in_mailbox: 0, archived: 0, trashed: 0 }
 }
 

@@ -35,8 +35,11 @@ const rawExists = async (id: number) => (await h.query("SELECT 1 FROM message_ra
 const eventsOf = async (type: string, accountId = owner.accountId) =>
   h.query<{ data: any }>("SELECT data FROM events WHERE account_id = $1 AND type = $2 ORDER BY time, id", [accountId, type])
 const allEvents = async (accountId: number) => Number((await h.query("SELECT count(*) AS n FROM events WHERE account_id = $1", [accountId]))[0]!.n)
-const accountUsed = async (accountId: number) =>
-  Number((await h.query("SELECT storage_used_bytes FROM accounts WHERE id = $1", [accountId]))[0]!.storage_used_bytes)
+/** The account's storage row, after the mail counters' deltas are folded into it. */
+const accountUsed = async (accountId: number) => {
+  await h.worker.foldCounts()
+  return Number((await h.query("SELECT storage_used_bytes FROM accounts WHERE id = $1", [accountId]))[0]!.storage_used_bytes)
+}
 
 /** A fresh account with one alias on `plan`; mail is injected while Pro (test mail is Pro only). */
 const mailbox = async (plan: "free" | "premium" | "pro", count: number, overrides?: Record<string, number>) => {

@@ -243,6 +243,7 @@ describe("the pipeline's rules step", () => {
     // The alias counts the owner's unread mail outside the trash: only the archived one.
     const aliases = (await h.request<{ items: Array<{ id: number; unreadCount: number }> }>("/aliases", { session })).body.items
     expect(aliases.find((a) => a.id === alias.id)!.unreadCount).toBe(1)
+    await h.worker.foldCounts()
     const [counts] = await h.query("SELECT in_mailbox, archived, trashed FROM mailbox_counts WHERE account_id = $1", [session.accountId])
     expect(counts).toEqual({ in_mailbox: 2, archived: 1, trashed: 1 })
   })
@@ -357,6 +358,7 @@ describe("the pipeline's rules step", () => {
     await expectExact(4)
     await act(`/messages/${otherHello}?permanent=1`, "DELETE")
     await expectExact(3)
+    await h.worker.foldCounts()
     const [row] = await h.query<{ unread_count: number }>("SELECT unread_count FROM aliases WHERE id = $1", [alias.id])
     expect(row!.unread_count).toBe(3)
   })

@@ -52,6 +52,7 @@ const expectTotalsExact = async (step: string, expected: { mailbox: number; arch
     expect(walked, `${step}: ${view}`).toEqual({ count: expected[view], totals: [expected[view]] })
     expect(await plainCount(view), `${step}: ${view} counted in SQL`).toBe(expected[view])
   }
+  await h.worker.foldCounts()
   const drift = await h.query(
     `SELECT c.alias_id, c.in_mailbox, c.trashed, m.in_mailbox AS counted_in_mailbox, m.trashed AS counted_trashed
      FROM alias_counts c FULL JOIN (

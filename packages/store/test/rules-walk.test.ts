@@ -6,7 +6,7 @@
  */
 import { assert, layer } from "@effect/vitest"
 import { analyzeMessage, buildTestMessage, parseMessage, workedMail } from "@burnbox/domain/mail/index"
-import { ClaimTimeoutMs, Entitlements, foldUnreadDeltas, MailQueue, Mailstore, type ProcessedMessage, Rules, unreadCountOf } from "@burnbox/store"
+import { ClaimTimeoutMs, Entitlements, foldMailCounts, foldUnreadDeltas, MailQueue, Mailstore, type ProcessedMessage, Rules, unreadCountOf } from "@burnbox/store"
 import { seedAlias, TestDatabase } from "@burnbox/testkit"
 import { Clock, Deferred, Effect, Fiber, Layer } from "effect"
 import { SqlClient } from "effect/sql"
@@ -97,6 +97,7 @@ layer(Store)("the rules step", (it) => {
       yield* rules.create(accountId, { name: "read receipts", match: { subject: "receipt" }, actions: [{ type: "mark_read" }, { type: "star" }] })
       for (const subject of ["receipt 1", "hello", "receipt 2", "receipt 3", "hello again"]) yield* accept(aliasId, accountId, address, subject)
       yield* foldUnreadDeltas(sql) // the earlier tests' corrections
+      yield* foldMailCounts(sql) // the accepted mail's unread count onto the row
       const batch = yield* storeOneBatch(5)
 
       // Ingest's transaction holds the alias row (as its counters' UPDATE does) while the batch is stored.

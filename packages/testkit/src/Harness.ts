@@ -83,6 +83,8 @@ export interface Harness {
     readonly runTimers: () => Promise<{ burned: number; notified: number }>
     /** The timers job's fold of the rules step's unread corrections into the aliases rows; answers the rows folded. */
     readonly foldUnread: () => Promise<number>
+    /** The fold of the mail counters' deltas into their rows (store messages/MailCounts.ts); answers the deltas folded. */
+    readonly foldCounts: () => Promise<number>
     readonly sweepReservations: () => Promise<number>
     readonly reconcilePlan: (accountId: number) => Promise<{ paused: number; resumed: number }>
     readonly purgeExpired: () => Promise<number>
@@ -286,6 +288,7 @@ export const startHarness = async (
     worker: {
       runTimers: () => runInHarness(aliases.runTimers),
       foldUnread: () => runInHarness(aliases.foldUnread),
+      foldCounts: () => runInHarness(mailstore.foldCounts),
       sweepReservations: () => runInHarness(aliases.sweepReservations),
       reconcilePlan: (accountId) => runInHarness(aliases.reconcilePlan(accountId)),
       purgeExpired: () => runInHarness(mailstore.purgeExpired),

@@ -51,12 +51,17 @@ export const maintenance = Effect.gen(function*() {
   return { reservations, windows }
 })
 
-/** Alias timers, then the rules step's unread corrections folded into the aliases rows (aliases/UnreadCount.ts). */
+/**
+ * Alias timers, then the rules step's unread corrections folded into the aliases rows
+ * (aliases/UnreadCount.ts), and the mail counters' deltas any ingest left (messages/MailCounts.ts).
+ */
 export const timers = Effect.gen(function*() {
   const aliases = yield* Aliases
+  const mailstore = yield* Mailstore
   const fired = yield* aliases.runTimers
   const unreadFolded = yield* aliases.foldUnread
-  return { ...fired, unreadFolded }
+  const countsFolded = yield* mailstore.foldCounts
+  return { ...fired, unreadFolded, countsFolded }
 })
 
 /** The scheduled work: the queues' handlers in this process, and their schedules (once across every process). */

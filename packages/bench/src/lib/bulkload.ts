@@ -376,6 +376,17 @@ export const loadMessages = async (db: PgClient, corpus: Corpus, o: LoadOptions)
   }
 
   await timed(steps, "counters (aliases, accounts)", async () => {
+    // The inserts appended their counts as deltas (migration 0029): the kept counts take them,
+    // the aliases' and accounts' rows are set whole below.
+    await db.query(`
+      WITH folded AS (DELETE FROM mail_count_deltas RETURNING account_id, alias_id, in_mailbox, trashed),
+      mailbox AS (
+        UPDATE mailbox_counts c SET in_mailbox = c.in_mailbox + s.in_mailbox, trashed = c.trashed + s.trashed
+        FROM (SELECT account_id, sum(in_mailbox)::int AS in_mailbox, sum(trashed)::int AS trashed FROM folded GROUP BY account_id) s
+        WHERE c.account_id = s.account_id)
+      UPDATE alias_counts c SET in_mailbox = c.in_mailbox + s.in_mailbox, trashed = c.trashed + s.trashed
+      FROM (SELECT alias_id, sum(in_mailbox)::int AS in_mailbox, sum(trashed)::int AS trashed FROM folded GROUP BY alias_id) s
+      WHERE c.alias_id = s.alias_id`)
     await db.query(`
       UPDATE aliases al SET received_count = c.n, storage_used_bytes = c.bytes, last_received_at = c.last, unread_count = c.n - c.read
       FROM (SELECT m.alias_id, count(*)::int AS n, sum(m.size_bytes)::bigint AS bytes, max(m.received_at) AS last,

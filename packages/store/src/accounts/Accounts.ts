@@ -17,6 +17,7 @@ import { IdRow } from "../platform/Rows.ts"
 import { now } from "../platform/Time.ts"
 import { pgJson } from "../platform/PgText.ts"
 import { Entitlements } from "../plans/Entitlements.ts"
+import { accountStorageUsedOf } from "../messages/MailCounts.ts"
 
 export interface AccountRow {
   readonly id: number
@@ -127,7 +128,7 @@ export class Accounts extends Context.Service<Accounts, {
     const select = (where: Statement.Fragment) =>
       sql`
         SELECT a.id, a.email, a.password_hash, a.plan, a.is_admin, a.handle, a.mailbox_density, a.push_enabled, a.push_nudge_dismissed,
-               a.storage_used_bytes::float8 AS storage_used_bytes,
+               ${accountStorageUsedOf(sql, "a")} AS storage_used_bytes,
                coalesce((SELECT c.lifetime FROM alias_claim_counts c WHERE c.account_id = a.id), 0) AS aliases_lifetime_claimed,
                ${activeAliasCount(sql)} AS active_alias_count,
                ${entitlements.column("a")} AS plan_entitlements, a.overrides

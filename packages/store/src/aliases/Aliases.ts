@@ -36,6 +36,7 @@ import { SqlClient, SqlSchema, type Statement } from "effect/sql"
 import { ownsActiveDesk } from "../desks/Desks.ts"
 import { DomainRow } from "../domains/Domains.ts"
 import { foldUnreadDeltas, unreadCountOf } from "./UnreadCount.ts"
+import { aliasLastReceivedOf, aliasReceivedCountOf, aliasStorageUsedOf } from "../messages/MailCounts.ts"
 import { accountLockSpace, lockAccountFor } from "../platform/AccountLocks.ts"
 import { Keyring, randomSecret } from "../platform/Keyring.ts"
 import { CountRow, decodeRows, IdRow } from "../platform/Rows.ts"
@@ -235,9 +236,9 @@ export class Aliases extends Context.Service<Aliases, {
 
     /** The columns of AliasRow, of the alias `al`, its domain `d` and its owner `a`. */
     const aliasColumns = sql`
-        al.id, al.account_id, al.local_part, al.style, al.status, al.label, al.note, al.received_count,
-        al.rejected_count, ${unreadCountOf(sql, "al")} AS unread_count, al.storage_used_bytes::float8 AS storage_used_bytes, al.push_enabled,
-        al.last_received_at, al.claimed_at, al.paused_at, al.burned_at, al.plan_paused, al.self_destruct_at,
+        al.id, al.account_id, al.local_part, al.style, al.status, al.label, al.note, ${aliasReceivedCountOf(sql, "al")} AS received_count,
+        al.rejected_count, ${unreadCountOf(sql, "al")} AS unread_count, ${aliasStorageUsedOf(sql, "al")} AS storage_used_bytes, al.push_enabled,
+        ${aliasLastReceivedOf(sql, "al")} AS last_received_at, al.claimed_at, al.paused_at, al.burned_at, al.plan_paused, al.self_destruct_at,
         al.self_destruct_suspended, al.expiring_notified_at,
         d.id AS domain_id, d.name AS domain_name, d.state AS domain_state, d.tier AS domain_tier,
         ${entitlements.column("a")} AS plan,

@@ -4,14 +4,17 @@
  * rules step, which must not wait on that row (ingest updates it for every batch), appends its
  * corrections to `alias_unread_deltas` (migration 0027), folded into the row every minute. The
  * count is the row's value plus the alias's corrections, read in one statement, so it is exact
- * whenever it is read.
+ * whenever it is read. Mail arriving counts unread through its own deltas (MailCounts.ts), also
+ * read here.
  */
 import { Effect, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
+import { aliasUnreadDeltasOf } from "../messages/MailCounts.ts"
 
 /** The SQL expression of the unread count of the alias row `alias` (an alias of the FROM list). */
 export const unreadCountOf = (sql: SqlClient.SqlClient, alias: string) =>
-  sql`(${sql(alias)}.unread_count + coalesce((SELECT sum(x.delta) FROM alias_unread_deltas x WHERE x.alias_id = ${sql(alias)}.id), 0))::int`
+  sql`(${sql(alias)}.unread_count + coalesce((SELECT sum(x.delta) FROM alias_unread_deltas x WHERE x.alias_id = ${sql(alias)}.id), 0)
+      + ${aliasUnreadDeltasOf(sql, alias)})::int`
 
 /**
  * A data-modifying step that takes `n` unread messages off each alias of `counts` (a CTE with
@@ -44,7 +47,7 @@ export const foldUnreadDeltas = (sql: SqlClient.SqlClient) =>
               AND (x.alias_id IN (SELECT id FROM locked) OR NOT EXISTS (SELECT 1 FROM aliases al WHERE al.id = x.alias_id))
             RETURNING x.alias_id, x.delta
           ), summed AS (
-            UPDATE aliases al SET unread_count = greatest(0, al.unread_count + s.delta)
+            UPDATE aliases al SET unread_count = al.unread_count + s.delta
             FROM (SELECT alias_id, sum(delta)::int AS delta FROM folded GROUP BY alias_id) s
             WHERE al.id = s.alias_id AND s.delta <> 0
           )

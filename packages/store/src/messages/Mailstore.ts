@@ -1,11 +1,13 @@
 /**
  * Storing accepted mail. `accept` commits, in one transaction, for each accepted alias: the
- * message row (processing_status 'stub', the durable pipeline job), its raw bytes (BlobStore) and
- * the storage counters of alias and account, making room by eviction when the account's quota
- * would be passed. Only after that commit may ingest answer 250 (or test injection 202).
+ * message row (processing_status 'stub', the durable pipeline job) and its raw bytes (BlobStore);
+ * the counters of alias and account follow as appended deltas (MailCounts.ts), and the quota is
+ * kept by leases (QuotaLeases.ts), making room by eviction when the account's quota would be
+ * passed. Only after that commit may ingest answer 250 (or test injection 202).
  */
 import { normalizeLocalPart } from "@burnbox/domain/aliases/index"
 import { type PlanEntitlements, QuotaExceeded, ResolvedPlan } from "@burnbox/domain"
+import { randomUUID } from "node:crypto"
 import { Cause, Context, Deferred, Effect, Layer, Queue, Result, Schema } from "effect"
 import { PgTypes } from "@effect/sql-pg"
 import { SqlClient } from "effect/sql"
@@ -14,6 +16,8 @@ import { rowsDecoder } from "../platform/Rows.ts"
 import { now } from "../platform/Time.ts"
 import { SearchIndex } from "../search/SearchIndex.ts"
 import { Entitlements } from "../plans/Entitlements.ts"
+import { accountStorageUsedOf, foldMailCounts } from "./MailCounts.ts"
+import { dropLeases, grant, LaneLeases, leasedOf, lockForEviction, spendFragment } from "./QuotaLeases.ts"
 
 export const PipelineChannel = "burnbox_pipeline"
 export const TestMessageRetentionDays = 7
@@ -51,6 +55,8 @@ const dayMs = 86_400_000
 /** Group commit: how many batches may be in flight at once, and how many accepts one takes. */
 const BatchesInFlight = 2
 const MaxBatch = 64
+/** How often (at most) ingest folds the counters' deltas into their rows, ms. */
+const FoldEveryMs = 1_000
 /** RCPT lookups: how many shared queries may be in flight at once. */
 const LookupsInFlight = 4
 
@@ -78,14 +84,14 @@ export interface MessageStores {
  * Destroys messages of one account (rows, raw bytes, attachments, search index entries, reader
  * state and tags go with them) and gives their bytes and unread marks back to the alias and
  * account counters. Run it inside the caller's transaction.
+ *
+ * The counters are not clamped at 0: a row alone may be below its count while the deltas of
+ * mail arriving wait to be folded (MailCounts.ts).
  */
 export const destroyMessages = ({ blobs, search, sql }: MessageStores, victims: ReadonlyArray<DestroyedMessage>) =>
   Effect.gen(function*() {
     if (victims.length === 0) return
     const ids = victims.map((v) => v.id)
-    yield* sql`DELETE FROM messages WHERE id IN ${sql.in(ids)}`
-    yield* blobs.messagesDestroyed(ids)
-    yield* search.followChanges(ids)
     const byAlias = new Map<number, { bytes: number; unread: number }>()
     for (const v of victims) {
       const entry = byAlias.get(v.alias_id) ?? { bytes: 0, unread: 0 }
@@ -93,15 +99,18 @@ export const destroyMessages = ({ blobs, search, sql }: MessageStores, victims: 
       entry.unread += v.unread ? 1 : 0
       byAlias.set(v.alias_id, entry)
     }
+    yield* sql`DELETE FROM messages WHERE id IN ${sql.in(ids)}`
+    yield* blobs.messagesDestroyed(ids)
+    yield* search.followChanges(ids)
     // In alias id order, as every writer of alias rows takes them.
     for (const [aliasId, freed] of [...byAlias].sort(([a], [b]) => a - b)) {
       yield* sql`
-        UPDATE aliases SET storage_used_bytes = storage_used_bytes - ${freed.bytes}, unread_count = greatest(0, unread_count - ${freed.unread})
+        UPDATE aliases SET storage_used_bytes = storage_used_bytes - ${freed.bytes}, unread_count = unread_count - ${freed.unread}
         WHERE id = ${aliasId}`
     }
     const total = victims.reduce((n, v) => n + v.size_bytes, 0)
     yield* sql`
-      UPDATE accounts SET storage_used_bytes = greatest(0, storage_used_bytes - ${total})
+      UPDATE accounts SET storage_used_bytes = storage_used_bytes - ${total}
       WHERE id = (SELECT account_id FROM aliases WHERE id = ${victims[0]!.alias_id})`
   }).pipe(Effect.orDie)
 
@@ -111,6 +120,8 @@ export class Mailstore extends Context.Service<Mailstore, {
   readonly accept: (input: AcceptInput) => Effect.Effect<ReadonlyArray<Accepted>, QuotaExceeded>
   /** Deletes messages past their retention; answers how many. */
   readonly purgeExpired: Effect.Effect<number>
+  /** Folds the counters' appended deltas into their rows (MailCounts.ts); answers how many it folded. */
+  readonly foldCounts: Effect.Effect<number>
 }>()("burnbox/Mailstore") {
   /** Needs BlobStore and SearchIndex besides the SQL client. */
   static readonly layerNoDeps = Layer.effect(Mailstore, Effect.gen(function*() {
@@ -124,11 +135,12 @@ export class Mailstore extends Context.Service<Mailstore, {
     const victimRows = rowsDecoder(DestroyedMessage)
     const accountRows = rowsDecoder(Schema.Struct({ storage_used_bytes: Schema.Number, plan: ResolvedPlan }))
     const idRows = rowsDecoder(Schema.Struct({ id: Schema.Int }))
-    const LockedAccount = Schema.Struct({ id: Schema.Int, used: Schema.Number, plan: ResolvedPlan })
-    const lockedRows = rowsDecoder(LockedAccount)
+    const AccountPlan = Schema.Struct({ id: Schema.Int, plan: ResolvedPlan })
+    const planRows = rowsDecoder(AccountPlan)
     const batchAnswers = rowsDecoder(Schema.Struct({
       ids: Schema.NullOr(Schema.Array(Schema.Tuple([Schema.Int, Schema.Int]))),
-      accounts: Schema.NullOr(Schema.Array(LockedAccount))
+      accounts: Schema.NullOr(Schema.Array(AccountPlan)),
+      leased: Schema.Int
     }))
     const ownerRows = rowsDecoder(Schema.Struct({ account_id: Schema.Int }))
 
@@ -202,8 +214,9 @@ export class Mailstore extends Context.Service<Mailstore, {
         const size = staged.raws[index]!.size
         const accepted: Array<Accepted> = []
         for (const delivery of input.deliveries) {
+          // Used: stored, and leased to other lanes (this one holds the account's quota lock).
           const [account] = yield* sql`
-            SELECT a.storage_used_bytes::float8 AS storage_used_bytes, ${entitlements.column("a")} AS plan
+            SELECT (${accountStorageUsedOf(sql, "a")} + ${leasedOf(sql, "a")})::float8 AS storage_used_bytes, ${entitlements.column("a")} AS plan
             FROM accounts a WHERE a.id = ${delivery.accountId}`.pipe(Effect.flatMap(accountRows))
           const plan = account!.plan
           if (size > plan.storageQuotaBytes) {
@@ -221,12 +234,6 @@ export class Mailstore extends Context.Service<Mailstore, {
                       ${input.clientAddress}, ${input.clientHelo}, ${at}, ${expiresAt}, ${size})
               RETURNING id
             ), raw AS (${blobs.insertRawOne(staged, index, "message")}
-            ), alias AS (
-              UPDATE aliases SET storage_used_bytes = storage_used_bytes + ${size}, received_count = received_count + 1,
-                     unread_count = unread_count + 1, last_received_at = ${at}
-              WHERE id = ${delivery.aliasId}
-            ), account AS (
-              UPDATE accounts SET storage_used_bytes = storage_used_bytes + ${size} WHERE id = ${delivery.accountId}
             )
             SELECT id FROM message`.pipe(Effect.flatMap(idRows))
           accepted.push({ id: row!.id, aliasId: delivery.aliasId, receivedAt: at, expiresAt })
@@ -234,47 +241,20 @@ export class Mailstore extends Context.Service<Mailstore, {
         return accepted as ReadonlyArray<Accepted>
       })
 
-    interface AccountQuota {
-      readonly storageUsedBytes: number
-      readonly plan: PlanEntitlements
-    }
-    interface LockedAccount {
-      readonly id: number
-      readonly used: number
-      readonly plan: PlanEntitlements
-    }
-    const quotaOf = (a: LockedAccount): AccountQuota => ({ storageUsedBytes: a.used, plan: a.plan })
-
     /**
-     * The plan of each account as last read under its lock. The set-based statement takes
-     * retention from here; what it assumed is checked against the rows it locked before the
+     * The plan of each account as last read. The set-based statement takes retention from here
+     * (and a lease its quota); what it assumed is checked against the plans it read before the
      * transaction may commit, so a stale entry costs a retry, never a wrong row.
      */
     const knownPlans = new Map<number, PlanEntitlements>()
+    const quotaOf = (accountId: number) => knownPlans.get(accountId)!.storageQuotaBytes
 
-    /** True when every message of the batch fits its accounts' quotas as they stand: nothing to evict or refuse. */
-    const fitsWithoutEviction = (batch: ReadonlyArray<Pending>, quotas: ReadonlyMap<number, AccountQuota>) => {
-      const adding = new Map<number, number>()
-      for (const p of batch) {
-        for (const delivery of p.input.deliveries) {
-          const quota = quotas.get(delivery.accountId)
-          if (quota === undefined || p.raw.size > quota.plan.storageQuotaBytes) return false
-          adding.set(delivery.accountId, (adding.get(delivery.accountId) ?? 0) + p.raw.size)
-        }
-      }
-      for (const [accountId, bytes] of adding) {
-        const quota = quotas.get(accountId)!
-        if (quota.storageUsedBytes + bytes > quota.plan.storageQuotaBytes) return false
-      }
-      return true
-    }
-
-    /** The set-based statement cannot take this batch (a plan changed, eviction is needed, it failed). */
+    /** The set-based statement cannot take this batch (a plan changed, a lease fell short, it failed). */
     class NotSetBased {
       readonly _tag = "NotSetBased"
       /**
        * The statement may try again: only a plan differed from what it assumed, or it was chosen
-       * as a deadlock's victim (rolled back whole; batches of one account meeting under load).
+       * as a deadlock's victim (rolled back whole).
        */
       readonly stalePlan: boolean
       constructor(stalePlan: boolean) {
@@ -282,17 +262,24 @@ export class Mailstore extends Context.Service<Mailstore, {
       }
     }
 
+    /** What each account of the batch would store (bytes), for its lease. */
+    const bytesByAccount = (batch: ReadonlyArray<Pending>) => {
+      const wants = new Map<number, number>()
+      for (const p of batch) for (const d of p.input.deliveries) wants.set(d.accountId, (wants.get(d.accountId) ?? 0) + p.raw.size)
+      return wants
+    }
+
     /**
-     * The whole batch in one statement: it locks the batch's accounts (in id order, before
-     * anything else), draws the ids, inserts every message row and raw copy, updates the
-     * counters once per alias and per account, and notifies the pipeline. It answers the locked
-     * accounts as they were before the batch, and this checks, before the transaction can
-     * commit, that each plan is the one the statement assumed and that nothing needed eviction
-     * or was over a quota; if not, the transaction rolls back (NotSetBased).
+     * The whole batch in one statement, locking no account or alias row (issue 36 item 2): it
+     * takes each account's bytes off the lane's quota lease, draws the ids, inserts every message
+     * row and raw copy (the counters follow as deltas, migration 0029's trigger), and notifies the
+     * pipeline. It answers the accounts' plans as it read them and the leases it spent, and this
+     * checks, before the transaction can commit, that each plan is the one the statement assumed
+     * and that every account's lease covered its bytes; if not, the transaction rolls back
+     * (NotSetBased).
      */
-    const acceptSet = (batch: ReadonlyArray<Pending>, accountIds: ReadonlyArray<number>, at: Date) =>
+    const acceptSet = (lane: LaneLeases, batch: ReadonlyArray<Pending>, accountIds: ReadonlyArray<number>, wants: ReadonlyMap<number, number>, at: Date) =>
       Effect.gen(function*() {
-        const aliasIds = aliasesOf(batch)
         const staged = yield* blobs.stageRaw(batch.map((p) => p.raw))
         const rows = batch.flatMap((p, n) => p.input.deliveries.map((delivery) => {
           const plan = knownPlans.get(delivery.accountId)!
@@ -300,10 +287,12 @@ export class Mailstore extends Context.Service<Mailstore, {
           return { n: n + 1, delivery, input: p.input, size: p.raw.size, expiresAt: new Date(at.getTime() + retentionDays * dayMs) }
         }))
         const [answer] = yield* sql`
-          WITH locked AS (
-            SELECT a.id, a.storage_used_bytes::float8 AS used, ${entitlements.column("a")} AS plan
-            FROM accounts a
-            WHERE a.id = ANY(${accountIds}::int4[]) ORDER BY a.id FOR NO KEY UPDATE OF a
+          WITH plans AS (
+            SELECT a.id, ${entitlements.column("a")} AS plan FROM accounts a WHERE a.id = ANY(${accountIds}::int4[])
+          ), spends AS (
+            SELECT * FROM unnest(${accountIds}::int4[], ${accountIds.map((id) => wants.get(id) ?? 0)}::int8[],
+                                 ${accountIds.map(quotaOf)}::int8[]) AS s(account_id, bytes, quota)
+          ), spent AS (${spendFragment(sql, lane, "spends")}
           ), input AS (
             SELECT * FROM unnest(${rows.map((_, i) => i + 1)}::int4[], ${rows.map((r) => r.n)}::int4[],
                                  ${rows.map((r) => r.delivery.accountId)}::int4[], ${rows.map((r) => r.delivery.aliasId)}::int4[],
@@ -312,16 +301,8 @@ export class Mailstore extends Context.Service<Mailstore, {
                                  ${nullableText(rows.map((r) => r.input.clientHelo))}, ${rows.map((r) => r.expiresAt)}::timestamptz[],
                                  ${rows.map((r) => r.size)}::int4[])
               AS i(ord, n, account_id, alias_id, source, recipient, envelope_from, client_address, client_helo, expires_at, size_bytes)
-          ), aliases_locked AS (
-            -- then the batch's aliases, in id order (after the accounts: this reads the count)
-            SELECT al.id FROM aliases al
-            WHERE al.id = ANY(${aliasIds}::int4[]) AND (SELECT count(*) FROM locked) = ${accountIds.length}
-            ORDER BY al.id FOR NO KEY UPDATE OF al
           ), ids AS (
-            -- every account and alias locked first (the counts read them all), in id order, so
-            -- batches, the pipeline and reader actions that lock aliases in id order never deadlock
             SELECT ord, nextval(pg_get_serial_sequence('messages', 'id'))::int4 AS id FROM input
-            WHERE (SELECT count(*) FROM locked) = ${accountIds.length} AND (SELECT count(*) FROM aliases_locked) >= 0
           ), message AS (
             INSERT INTO messages (id, account_id, alias_id, source, recipient, envelope_from, client_address, client_helo,
                                   received_at, expires_at, size_bytes)
@@ -329,28 +310,21 @@ export class Mailstore extends Context.Service<Mailstore, {
             SELECT ids.id, i.account_id, i.alias_id, i.source, i.recipient, i.envelope_from, i.client_address, i.client_helo,
                    ${at}, i.expires_at, i.size_bytes
             FROM input i JOIN ids USING (ord)
-            RETURNING account_id, alias_id, size_bytes
+            RETURNING id
           ), raw AS (${blobs.insertRawBatch(staged)}
-          ), alias AS (
-            UPDATE aliases al SET storage_used_bytes = al.storage_used_bytes + s.bytes, received_count = al.received_count + s.count,
-                   unread_count = al.unread_count + s.count, last_received_at = ${at}
-            FROM (SELECT alias_id, sum(size_bytes) AS bytes, count(*)::int4 AS count FROM message GROUP BY alias_id) s
-            WHERE al.id = s.alias_id
-          ), account AS (
-            UPDATE accounts a SET storage_used_bytes = a.storage_used_bytes + s.bytes
-            FROM (SELECT account_id, sum(size_bytes) AS bytes FROM message GROUP BY account_id) s
-            WHERE a.id = s.account_id
           )
           SELECT (SELECT json_agg(json_build_array(ord, id)) FROM ids) AS ids,
-                 (SELECT json_agg(json_build_object('id', id, 'used', used, 'plan', plan)) FROM locked) AS accounts,
+                 (SELECT json_agg(json_build_object('id', id, 'plan', plan)) FROM plans) AS accounts,
+                 (SELECT count(*)::int FROM spent) AS leased,
                  (SELECT count(*) FROM pg_notify(${PipelineChannel}, '')) AS notified`.pipe(Effect.flatMap(batchAnswers))
         yield* blobs.unstageRaw(staged)
-        const locked = answer?.accounts ?? []
-        const quotas = new Map(locked.map((a) => [a.id, quotaOf(a)]))
-        const assumed = accountIds.every((id) => knownPlans.get(id)?.retentionDays === quotas.get(id)?.plan.retentionDays)
-        for (const [id, quota] of quotas) knownPlans.set(id, quota.plan)
+        const plans = new Map((answer?.accounts ?? []).map((a) => [a.id, a.plan]))
+        const assumed = accountIds.every((id) =>
+          knownPlans.get(id)?.retentionDays === plans.get(id)?.retentionDays && knownPlans.get(id)?.storageQuotaBytes === plans.get(id)?.storageQuotaBytes
+        )
+        for (const [id, plan] of plans) knownPlans.set(id, plan)
         const ids = answer?.ids ?? []
-        if (ids.length !== rows.length || !fitsWithoutEviction(batch, quotas)) return yield* Effect.fail(new NotSetBased(false))
+        if (ids.length !== rows.length || answer?.leased !== accountIds.length) return yield* Effect.fail(new NotSetBased(false))
         if (!assumed) return yield* Effect.fail(new NotSetBased(true))
         const idOf = new Map(ids.map(([ord, id]) => [ord, id]))
         const accepted: Array<Array<Accepted>> = batch.map(() => [])
@@ -366,12 +340,14 @@ export class Mailstore extends Context.Service<Mailstore, {
           )))
 
     /**
-     * Group commit: accepts arriving together share one transaction (and one WAL flush).
-     * The accounts involved are locked first, in id order, so batches never deadlock. The
-     * usual batch is the one set-based statement; when a plan is not known yet or changed, an
-     * account needs eviction, a message is over a quota or the statement fails, the batch is
-     * done again with each message in its own savepoint, so one refused message leaves the
-     * others stored.
+     * Group commit: accepts arriving together share one transaction (and one WAL flush). Each
+     * of the BatchesInFlight lanes holds quota leases of its own (QuotaLeases.ts), so batches of
+     * one account, in this process or another, never wait for each other. The usual batch is the
+     * one set-based statement, after a lease is asked for the accounts whose lease does not cover
+     * it; when a plan is not known yet or changed, a lease cannot be granted (eviction is needed,
+     * or a message is over a quota) or the statement fails, the batch is done again under the
+     * accounts' quota locks with each message in its own savepoint, so one refused message leaves
+     * the others stored.
      */
     interface Pending {
       readonly input: AcceptInput
@@ -379,21 +355,46 @@ export class Mailstore extends Context.Service<Mailstore, {
       readonly done: Deferred.Deferred<ReadonlyArray<Accepted>, QuotaExceeded>
     }
     const pending = yield* Queue.unbounded<Pending>()
+    /** When the counters were last folded (epoch ms of wall time), and the wake-ups of the fold (below). */
+    let foldedAtMs = 0
+    const foldWakes = yield* Queue.unbounded<void>()
+    const foldSoon = Effect.suspend(() => {
+      const nowMs = Date.now()
+      if (nowMs - foldedAtMs < FoldEveryMs) return Effect.void
+      foldedAtMs = nowMs
+      return Queue.offer(foldWakes, undefined)
+    })
     const accountsOf = (batch: ReadonlyArray<Pending>) =>
       [...new Set(batch.flatMap((p) => p.input.deliveries.map((d) => d.accountId)))].sort((a, b) => a - b)
     const aliasesOf = (batch: ReadonlyArray<Pending>) =>
       [...new Set(batch.flatMap((p) => p.input.deliveries.map((d) => d.aliasId)))].sort((a, b) => a - b)
-    const setBased = (batch: ReadonlyArray<Pending>, at: Date) =>
-      sql.withTransaction(acceptSet(batch, accountsOf(batch), at))
-    const messageByMessage = (batch: ReadonlyArray<Pending>, at: Date) =>
+    /** The set-based statement, after asking for the leases the lane lacks; NotSetBased when one is not granted. */
+    const setBased = (lane: LaneLeases, batch: ReadonlyArray<Pending>, at: Date) =>
+      Effect.gen(function*() {
+        const accountIds = accountsOf(batch)
+        const wants = bytesByAccount(batch)
+        const nowMs = Date.now()
+        const lacking = lane.lacking(wants, quotaOf, nowMs)
+        if (lacking.length > 0) {
+          const granted = yield* grant(sql, lane, lacking, wants, quotaOf, nowMs)
+          if (!granted) return yield* Effect.fail(new NotSetBased(false))
+        }
+        const outcomes = yield* sql.withTransaction(acceptSet(lane, batch, accountIds, wants, at))
+        lane.spent(wants)
+        return outcomes
+      })
+    const messageByMessage = (lane: LaneLeases, batch: ReadonlyArray<Pending>, at: Date) =>
       sql.withTransaction(Effect.gen(function*() {
         const accountIds = accountsOf(batch)
+        // The accounts' quota locks first (no lease is granted meanwhile), then their rows, in id order.
+        yield* lockForEviction(sql, accountIds)
         const accounts = accountIds.length === 0 ? [] : yield* sql`
-          SELECT a.id, a.storage_used_bytes::float8 AS used, ${entitlements.column("a")} AS plan
+          SELECT a.id, ${entitlements.column("a")} AS plan
           FROM accounts a
-          WHERE a.id IN ${sql.in(accountIds)} ORDER BY a.id FOR NO KEY UPDATE OF a`.pipe(Effect.flatMap(lockedRows))
-        for (const a of accounts) knownPlans.set(a.id, quotaOf(a).plan)
-        // The aliases next, in id order (as the set-based statement locks them).
+          WHERE a.id IN ${sql.in(accountIds)} ORDER BY a.id FOR NO KEY UPDATE OF a`.pipe(Effect.flatMap(planRows))
+        for (const a of accounts) knownPlans.set(a.id, a.plan)
+        yield* dropLeases(sql, lane, accounts.map((a) => ({ account: a.id, quota: a.plan.storageQuotaBytes })))
+        // The aliases next, in id order (eviction updates them).
         const aliasIds = aliasesOf(batch)
         if (aliasIds.length > 0) yield* sql`SELECT id FROM aliases WHERE id IN ${sql.in(aliasIds)} ORDER BY id FOR NO KEY UPDATE`
         const staged = yield* blobs.stageRaw(batch.map((p) => p.raw))
@@ -402,16 +403,17 @@ export class Mailstore extends Context.Service<Mailstore, {
         yield* sql`SELECT pg_notify(${PipelineChannel}, '')`
         return results
       }))
-    const runBatch = (batch: ReadonlyArray<Pending>) =>
+    const runBatch = (lane: LaneLeases) => (batch: ReadonlyArray<Pending>) =>
       Effect.gen(function*() {
         const at = yield* now
         const known = batch.every((p) => p.input.deliveries.every((d) => knownPlans.has(d.accountId)))
         const outcomes = known
-          ? yield* setBased(batch, at).pipe(
-            Effect.catchTag("NotSetBased", (e) => e.stalePlan ? setBased(batch, at) : Effect.fail(e)),
-            Effect.catchTag("NotSetBased", () => messageByMessage(batch, at))
+          ? yield* setBased(lane, batch, at).pipe(
+            Effect.catchTag("NotSetBased", (e) => e.stalePlan ? setBased(lane, batch, at) : Effect.fail(e)),
+            Effect.catchTag("NotSetBased", () => messageByMessage(lane, batch, at))
           )
-          : yield* messageByMessage(batch, at)
+          : yield* messageByMessage(lane, batch, at)
+        yield* foldSoon
         yield* Effect.forEach(batch, (p, i) => {
           const outcome = outcomes[i]!
           return Result.isSuccess(outcome)
@@ -423,10 +425,25 @@ export class Mailstore extends Context.Service<Mailstore, {
       }).pipe(
         Effect.catchCause((cause) => Effect.forEach(batch, (p) => Deferred.failCause(p.done, Cause.die(Cause.squash(cause))), { discard: true }))
       )
-    // Two batches in flight: one gathers and sends while the other waits for its commit.
+    // Two batches in flight: one gathers and sends while the other waits for its commit. Each
+    // lane is one holder of quota leases (this process's id and the lane's number).
+    const holder = randomUUID()
     for (let i = 0; i < BatchesInFlight; i++) {
-      yield* Queue.takeBetween(pending, 1, MaxBatch).pipe(Effect.flatMap(runBatch), Effect.forever, Effect.forkScoped)
+      const run = runBatch(new LaneLeases(`${holder}/${i}`))
+      yield* Queue.takeBetween(pending, 1, MaxBatch).pipe(Effect.flatMap(run), Effect.forever, Effect.forkScoped)
     }
+
+    // The counters' deltas this process appended are folded into their rows by one fiber of its
+    // own, woken after a batch at most once a second of wall time (readers add what is not folded
+    // yet, so this only keeps their sums short; the timers job folds what is left when mail stops).
+    // No timer of Effect's clock: a test's clock moved by days would run it for every second.
+    const foldCounts = foldMailCounts(sql)
+    yield* Queue.take(foldWakes).pipe(
+      Effect.andThen(foldCounts),
+      Effect.catchCause((cause) => Effect.logWarning("folding the mail counters failed; the next fold retries", cause)),
+      Effect.forever,
+      Effect.forkScoped
+    )
 
     const accept = Effect.fn("Mailstore.accept")(function*(input: AcceptInput) {
       const done = yield* Deferred.make<ReadonlyArray<Accepted>, QuotaExceeded>()
@@ -450,12 +467,13 @@ export class Mailstore extends Context.Service<Mailstore, {
           list.push(v)
           byAccount.set(owner!.account_id, list)
         }
-        for (const list of byAccount.values()) yield* destroyMessages(stores, list)
+        // Account by account in id order, as every writer of account rows takes them.
+        for (const [, list] of [...byAccount].sort(([a], [b]) => a - b)) yield* destroyMessages(stores, list)
         return victims.length
       })).pipe(Effect.orDie)
     })
 
-    return Mailstore.of({ resolveRecipient, accept, purgeExpired })
+    return Mailstore.of({ resolveRecipient, accept, purgeExpired, foldCounts })
   }))
 
   /** With its own BlobStore and SearchIndex. */

@@ -187,13 +187,16 @@ export class MessageActions extends Context.Service<MessageActions, {
         return Effect.fail(notFound(ids.find((id) => !found.has(id)) ?? ids[0]!))
       })
 
-    /** aliases.unread_count counts the owner's unread mail outside the trash (a guest's read marks are its own, not counted there). */
+    /**
+     * aliases.unread_count counts the owner's unread mail outside the trash (a guest's read marks are its own, not counted there).
+     * Not clamped at 0: the row alone may be below the count while mail's deltas wait to be folded (MailCounts.ts).
+     */
     const adjustUnread = (deltas: ReadonlyArray<{ aliasId: number; delta: number }>) =>
       Effect.gen(function*() {
         const byAlias = new Map<number, number>()
         for (const { aliasId, delta } of deltas) byAlias.set(aliasId, (byAlias.get(aliasId) ?? 0) + delta)
         for (const [aliasId, delta] of [...byAlias].sort(([a], [b]) => a - b)) {
-          if (delta !== 0) yield* sql`UPDATE aliases SET unread_count = greatest(0, unread_count + ${delta}) WHERE id = ${aliasId}`
+          if (delta !== 0) yield* sql`UPDATE aliases SET unread_count = unread_count + ${delta} WHERE id = ${aliasId}`
         }
       })
 

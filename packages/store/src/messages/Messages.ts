@@ -9,6 +9,7 @@ import { rowsDecoder } from "../platform/Rows.ts"
 import { SearchIndex } from "../search/SearchIndex.ts"
 import { MailboxAccess } from "../sharing/MailboxAccess.ts"
 import { type CountedView, decodeCursor, encodeCursor, type ListFilters, listConditions, type ListSplit } from "./MessageList.ts"
+import { aliasCountsOf, mailboxCountOf } from "./MailCounts.ts"
 
 const AliasOfRow = Schema.Struct({ local_part: Schema.String, domain: Schema.String, label: Schema.NullOr(Schema.String) })
 const TagOfRow = Schema.Struct({ id: Schema.Int, name: Schema.String, color: Schema.NullOr(Schema.String) })
@@ -147,7 +148,7 @@ export class Messages extends Context.Service<Messages, {
     const totalOf = (accountId: number, where: Statement.Fragment, view: CountedView | undefined) =>
       view === undefined
         ? sql`(SELECT count(*)::int FROM messages m WHERE ${where})`
-        : sql`coalesce((SELECT ${view === "mailbox" ? sql`in_mailbox - archived` : view === "archive" ? sql`archived` : sql`trashed`} FROM mailbox_counts WHERE account_id = ${accountId}), 0)`
+        : mailboxCountOf(sql, accountId, view === "mailbox" ? "in_mailbox - archived" : view === "archive" ? "archived" : "trashed")
 
     /**
      * `total` of a guest's shared mailboxes (ListSplit), as a scalar expression: for the plain
@@ -160,8 +161,7 @@ export class Messages extends Context.Service<Messages, {
       const view = split.sharedCounted
       if (view === undefined || split.sharedAliases.length === 0) return totalOf(accountId, split.shared, undefined)
       const aliases = sql.in(split.sharedAliases)
-      const kept = (column: "in_mailbox" | "trashed") =>
-        sql`coalesce((SELECT sum(${sql.literal(column)})::int FROM alias_counts WHERE alias_id IN ${aliases}), 0)`
+      const kept = (column: "in_mailbox" | "trashed") => aliasCountsOf(sql, split.sharedAliases, column)
       if (view === "trash") return kept("trashed")
       const archived = sql`(SELECT count(*)::int FROM message_states s JOIN messages m ON m.id = s.message_id
         WHERE s.account_id = ${accountId} AND s.archived AND m.alias_id IN ${aliases} AND m.trashed_at IS NULL)`

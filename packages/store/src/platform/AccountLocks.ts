@@ -1,6 +1,6 @@
 /**
  * Per-account advisory locks for the rules that count an account's rows and then add one (live
- * reservations; active aliases and claims). Each rule is one step under its own lock, so a CI
+ * reservations; active aliases and claims; storage quota leases and eviction, messages/QuotaLeases.ts). Each rule is one step under its own lock, so a CI
  * fleet's reservations, claims and the mail they receive, all on one account, do not queue behind
  * one another on the account row (which delivery's storage counters, tokens and plan changes lock).
  *
@@ -11,10 +11,10 @@
  */
 import { type SqlClient } from "effect/sql"
 
-export type AccountLock = "reservations" | "aliasCounts"
+export type AccountLock = "reservations" | "aliasCounts" | "quota"
 
 /** The first key of each lock (the second is the account id). */
-const LockSpaces: Record<AccountLock, number> = { reservations: 0x62627201, aliasCounts: 0x62627202 }
+const LockSpaces: Record<AccountLock, number> = { reservations: 0x62627201, aliasCounts: 0x62627202, quota: 0x62627203 }
 
 /** The first key of `lock`, for the database functions that take it themselves (migration 0024). */
 export const accountLockSpace = (lock: AccountLock) => LockSpaces[lock]
