@@ -8,14 +8,16 @@
  */
 import { appendFileSync } from "node:fs"
 import { monitorEventLoopDelay, performance } from "node:perf_hooks"
+import { isMainThread } from "node:worker_threads"
 
 const file = process.env["BENCH_LOOP_FILE"]
-if (file !== undefined && file !== "") {
+/** The histogram records each 10 ms timer's whole interval: the delay is what exceeds it. */
+const ms = (ns: number) => Math.max(0, Math.round((ns - 1e7) / 1e4) / 100)
+// Worker threads inherit the preload: only the main thread (the HTTP API) is measured.
+if (file !== undefined && file !== "" && isMainThread) {
   const histogram = monitorEventLoopDelay({ resolution: 10 })
   histogram.enable()
   let utilization = performance.eventLoopUtilization()
-  // The histogram records each 10 ms timer's whole interval: the delay is what exceeds it.
-  const ms = (ns: number) => Math.max(0, Math.round((ns - 1e7) / 1e4) / 100)
   setInterval(() => {
     const now = performance.eventLoopUtilization()
     const busy = performance.eventLoopUtilization(now, utilization).utilization
