@@ -36,7 +36,8 @@ const lowerPriority = (nice: number) => {
 }
 lowerPriority(options.nice)
 
-const database = SqlLive({ maxConnections: options.maxConnections }).pipe(
+// Its PostgreSQL backends at the thread's priority too: the API's queries go first.
+const database = SqlLive({ maxConnections: options.maxConnections, backendNice: options.nice }).pipe(
   Layer.provideMerge(Layer.succeed(DatabaseUrl, Redacted.make(options.databaseUrl))),
   // The main thread migrated the database before it started this thread.
   Layer.provideMerge(Layer.succeed(MigratedDatabase, { applied: [] }))

@@ -57,6 +57,20 @@ const threads = (pid: number) =>
     return { tid: Number(tid), name: readFileSync(`/proc/${pid}/task/${tid}/comm`, "utf8").trim(), nice: Number(fields[16]) }
   })
 
+/** A process's nice value (Linux /proc). */
+const niceOf = (pid: number) => {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
+  return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[16])
+}
+
+/** A small pool of the test's own on the service's embedded database. */
+const databaseLayer = () => {
+  const database = service.embeddedDatabase()
+  return PgClient.layer({
+    host: database.host, port: database.port, database: database.database, username: database.user, password: Redacted.make(database.password), maxConnections: 2
+  }).pipe(Layer.orDie)
+}
+
 const message = (subject: string) =>
   new TextEncoder().encode(`From: shop@example.com\r\nTo: ${alias.address}\r\nSubject: ${subject}\r\n\r\nYour code is 123456\r\n`)
 
@@ -75,8 +89,23 @@ describe.runIf(process.platform === "linux")("burnbox start: the API beside the 
     expect(mail.every((t) => t.nice === 10), JSON.stringify(mail)).toBe(true)
   }, 60_000)
 
+  it("the PostgreSQL backends of the ingest and worker's pool run at nice 10, the API's pool's at nice 0", async () => {
+    // The API's pool has a connection once it has answered a read that queries.
+    expect((await api("/messages?limit=1")).status).toBe(200)
+    const pools = await Effect.runPromise(Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      // New backends are lowered within a second.
+      yield* Effect.sleep("1500 millis")
+      return yield* sql<{ name: string; pid: number }>`
+        SELECT application_name AS name, pid FROM pg_stat_activity WHERE application_name LIKE 'burnbox/%'`
+    }).pipe(Effect.provide(databaseLayer()), Effect.scoped))
+    const byPool = new Map<string, Array<number>>()
+    for (const row of pools) byPool.set(row.name, [...(byPool.get(row.name) ?? []), niceOf(row.pid)])
+    const nices = [...byPool.values()].map((values) => [...new Set(values)]).sort((a, b) => a[0]! - b[0]!)
+    expect(nices).toEqual([[0], [10]])
+  }, 60_000)
+
   it("reads answer while the writers wait: with messages locked against writes, a sent message waits for its 250 while GET /messages and GET /me answer", async () => {
-    const database = service.embeddedDatabase()
     const locked = Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       const held = yield* Deferred.make<void>()
@@ -112,7 +141,7 @@ describe.runIf(process.platform === "linux")("burnbox start: the API beside the 
       yield* Effect.promise(() => sending.client.quit())
       return { reads, pending, after }
     }).pipe(
-      Effect.provide(PgClient.layer({ host: database.host, port: database.port, database: database.database, username: database.user, password: Redacted.make(database.password), maxConnections: 2 }).pipe(Layer.orDie)),
+      Effect.provide(databaseLayer()),
       Effect.orDie
     )
     const { reads, pending, after } = await Effect.runPromise(Effect.scoped(locked))
