@@ -90,7 +90,7 @@ const main = (argv: ReadonlyArray<string>) => {
 
 /**
  * The roles that run until stopped: SIGINT or SIGTERM is their planned end, exit code 0 (not 130),
- * unless a part of the program ended on its own first and set the exit code (Service.ts).
+ * unless a part of the program ended on its own first and set the exit code (IngestWorker.ts).
  */
 const runsUntilStopped = new Set(["start", "serve", "ingest", "worker"])
 const stoppedOnPurpose: Runtime.Teardown = (exit, onExit) =>
