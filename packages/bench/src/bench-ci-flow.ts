@@ -29,15 +29,13 @@
  * counts those of functions and triggers too, foreign keys' checks included), CIFLOW_PG_SETTINGS
  * (an experiment's PostgreSQL settings, `name=value,...`, e.g. synchronous_commit=off), MAILDEV_BIN, BENCH_LOG_DIR, BENCH_BURNBOX_ROOT.
  */
-import { execFile } from "node:child_process"
 import { cpus } from "node:os"
 import { createServer } from "node:net"
-import { join } from "node:path"
 import { createClient } from "@burnbox/client"
 import { fakeMail, SmtpClient } from "@burnbox/testkit"
 import { Burnbox, type PgClient, sampleWaits, serviceSource, Session, type StatementStat, statementStats, type Waits, waitsByStatementText, waitsText } from "./lib/burnbox.ts"
 import { cpuShare, cpuSnapshot, type CpuShare, distribution, type Distribution, envInt, epochMs, fmt, loadAverage, sleep, table } from "./lib/common.ts"
-import { findTools, startMaildev } from "./lib/smtp.ts"
+import { maildevBin, startMaildev } from "./lib/smtp.ts"
 
 const concurrencies = (process.env["CIFLOW_CONCURRENCY"] ?? "16,64").split(",").map((c) => Number(c.trim())).filter((c) => Number.isInteger(c) && c > 0)
 const seconds = envInt("CIFLOW_SECONDS", 10, 1)
@@ -189,21 +187,6 @@ const timed = async <A>(steps: Map<string, Array<number>>, name: string, run: ()
   }
 }
 
-/** maildev's bin: found, else installed with npm into a temporary folder; undefined when neither works. */
-const maildevBin = async (): Promise<string | undefined> => {
-  const found = findTools().maildev
-  if (found !== undefined) return found
-  const dir = session.tempDir("bench-ci-flow-maildev-install-")
-  log(`maildev 2.2.1 not found; installing it with npm into ${dir}`)
-  const ok = await new Promise<boolean>((resolve) => {
-    execFile("npm", ["install", "--prefix", dir, "--no-audit", "--no-fund", "maildev@2.2.1"], { timeout: 180_000 }, (error, _stdout, stderr) => {
-      if (error !== null) log(`npm install maildev@2.2.1 failed: ${(stderr || error.message).trim().split("\n").slice(-3).join(" / ")}`)
-      resolve(error === null)
-    })
-  })
-  return ok ? join(dir, "node_modules", "maildev", "bin", "maildev") : undefined
-}
-
 const main = async (): Promise<number> => {
   const burnbox = await Burnbox.create(session, { logName: "bench-ci-flow" })
   session.afterCleanup(() => burnbox.summarizeLog())
@@ -228,7 +211,7 @@ const main = async (): Promise<number> => {
   let maildevWeb: string | undefined
   let maildevPort = 0
   let maildevPid: number | undefined
-  const bin = withMaildev ? await maildevBin() : undefined
+  const bin = withMaildev ? await maildevBin(session, true) : undefined
   if (bin !== undefined) {
     try {
       maildevPort = await freePort()

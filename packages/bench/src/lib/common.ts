@@ -3,7 +3,8 @@
  * statistics, table output and Linux /proc accounting (CPU shares and memory of a process
  * tree). Ports and child processes are the testkit's (ServiceProcess.ts).
  */
-import { readdirSync, readFileSync } from "node:fs"
+import { lstatSync, readdirSync, readFileSync } from "node:fs"
+import { join } from "node:path"
 import { loadavg } from "node:os"
 
 // ---------------------------------------------------------------------------------------------
@@ -100,6 +101,32 @@ export const fmt = (n: number, digits = 0) =>
 export const mib = (bytes: number, digits = 1) => `${fmt(bytes / 1_048_576, digits)} MiB`
 
 export const loadAverage = () => loadavg().map((l) => l.toFixed(2)).join(" ")
+
+// ---------------------------------------------------------------------------------------------
+// Disk
+
+/**
+ * What a directory tree takes on disk: `allocated`, its files' blocks (as `du`), and `apparent`,
+ * their sizes; paths under `skip` (absolute) are left out. Files that vanish meanwhile (a
+ * database's temporary files) are skipped.
+ */
+export const diskUsage = (dir: string, skip: ReadonlyArray<string> = []): { allocated: number; apparent: number } => {
+  let allocated = 0
+  let apparent = 0
+  const walk = (path: string) => {
+    if (skip.includes(path)) return
+    try {
+      const stat = lstatSync(path)
+      allocated += stat.blocks * 512
+      if (stat.isFile()) apparent += stat.size
+      if (stat.isDirectory()) for (const name of readdirSync(path)) walk(join(path, name))
+    } catch {
+      // gone meanwhile
+    }
+  }
+  walk(dir)
+  return { allocated, apparent }
+}
 
 // ---------------------------------------------------------------------------------------------
 // Memory (Linux /proc/<pid>/status)

@@ -9,7 +9,7 @@
  * connections per client address (MaxConnectionsPerAddress), as a defence against one abusive
  * sender, and a benchmark of "50 concurrent connections" should not measure that limit.
  */
-import type { ChildProcess } from "node:child_process"
+import { type ChildProcess, execFile } from "node:child_process"
 import { accessSync, constants, existsSync } from "node:fs"
 import { userInfo } from "node:os"
 import { delimiter, join } from "node:path"
@@ -33,10 +33,55 @@ export const codeOf = (index: number) => String((index * 7919 + 104_729) % 1_000
 
 const filler = "The quick brown fox jumps over the lazy dog, and a burnbox benchmark pads this message. "
 
+/** Words for varied bodies: common English words, so a body compresses about as text does. */
+const vocabulary = (
+  "the of and to in is you that it he was for on are as with his they at be this have from or one had by word but not what all were we " +
+  "when your can said there use an each which she do how their if will up other about out many then them these so some her would make " +
+  "like him into time has look two more write go see number no way could people my than first water been call who oil its now find long " +
+  "down day did get come made may part account verify code login password reset confirm email address order invoice shipping delivery " +
+  "payment receipt support team welcome thanks regards please click link below expires minutes security alert device sign new request"
+).split(" ")
+
+/** A deterministic pseudo-random sequence (mulberry32), so varied bodies are the same in every run. */
+const seeded = (seed: number) => () => {
+  seed = (seed + 0x6d2b79f5) | 0
+  let t = Math.imul(seed ^ (seed >>> 15), 1 | seed)
+  t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t
+  return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296
+}
+
+/** Body lines of about `room` bytes: the filler sentence repeated (`variant` undefined) or words drawn at random (with numbers) from the vocabulary. */
+const fillerLines = (room: number, variant: number | undefined): Array<string> => {
+  const random = variant === undefined ? undefined : seeded(variant + 1)
+  const lines: Array<string> = []
+  let length = 0
+  while (length < room) {
+    const left = room - length
+    let line: string
+    if (random === undefined) {
+      line = filler.slice(0, Math.max(1, Math.min(76, left))).replace(/^\./, ",")
+    } else {
+      const words: Array<string> = []
+      let width = 0
+      while (width < Math.min(72, left)) {
+        const word = random() < 0.08 ? String(Math.floor(random() * 100_000)) : vocabulary[Math.floor(random() * vocabulary.length)]!
+        words.push(word)
+        width += word.length + 1
+      }
+      line = words.join(" ").slice(0, Math.max(1, Math.min(76, left)))
+    }
+    lines.push(line)
+    length += line.length + 2
+  }
+  return lines
+}
+
 /**
  * A factory of ~`size`-byte text messages, each with its sequence number in the Message-ID,
  * the subject and the body, and a six-digit code in the subject and the body (the code is
  * `codeOf(index)`). Built from a template with fixed-width fields, so a message costs a copy.
+ * With `bodies` > 1, message i takes the i mod `bodies`-th of that many bodies of words drawn at
+ * random (compressing about as text does) instead of one repeated sentence.
  */
 export const messageFactory = (options: {
   readonly from: string
@@ -47,6 +92,7 @@ export const messageFactory = (options: {
   readonly to: string | ((index: number, connection: number) => string)
   readonly size: number
   readonly tag: string
+  readonly bodies?: number
 }) => {
   const recipientOf = (index: number, connection = 0) => typeof options.to === "function" ? options.to(index, connection) : options.to.replace("{seq}", String(index))
   const seqWidth = 9
@@ -66,20 +112,18 @@ export const messageFactory = (options: {
     `This is message ${seqMark} of the ${options.tag} run.`,
     ""
   ].join("\r\n") + "\r\n"
-  const lines: Array<string> = []
-  let length = Buffer.byteLength(head)
-  while (length < options.size - 2) {
-    const room = options.size - length - 2
-    const line = filler.repeat(1).slice(0, Math.max(1, Math.min(76, room))).replace(/^\./, ",")
-    lines.push(line)
-    length += line.length + 2
-  }
-  const template = Buffer.from(head + lines.map((l) => l + "\r\n").join(""), "latin1")
-  const seqAt: Array<number> = []
-  const codeAt: Array<number> = []
-  for (let i = template.indexOf(seqMark); i >= 0; i = template.indexOf(seqMark, i + 1)) seqAt.push(i)
-  for (let i = template.indexOf(codeMark); i >= 0; i = template.indexOf(codeMark, i + 1)) codeAt.push(i)
+  const bodies = Math.max(1, options.bodies ?? 1)
+  const room = options.size - Buffer.byteLength(head) - 2
+  const templates = Array.from({ length: bodies }, (_, variant) => {
+    const template = Buffer.from(head + fillerLines(room, bodies === 1 ? undefined : variant).map((l) => l + "\r\n").join(""), "latin1")
+    const seqAt: Array<number> = []
+    const codeAt: Array<number> = []
+    for (let i = template.indexOf(seqMark); i >= 0; i = template.indexOf(seqMark, i + 1)) seqAt.push(i)
+    for (let i = template.indexOf(codeMark); i >= 0; i = template.indexOf(codeMark, i + 1)) codeAt.push(i)
+    return { template, seqAt, codeAt }
+  })
   const make = (index: number, connection = 0): OutgoingMessage => {
+    const { template, seqAt, codeAt } = templates[index % bodies]!
     const data = Buffer.from(template)
     const seq = String(index).padStart(seqWidth, "0")
     const code = codeOf(index)
@@ -87,7 +131,9 @@ export const messageFactory = (options: {
     for (const at of codeAt) data.write(code, at, "latin1")
     return { from: options.from, to: recipientOf(index, connection), data }
   }
-  return { make, size: template.length }
+  /** bytes of message `index` (bodies of words differ by a byte or two) */
+  const sizeOf = (index: number) => templates[index % bodies]!.template.length
+  return { make, size: templates[0]!.template.length, sizeOf }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -358,6 +404,27 @@ export const findTools = (): Tools => {
   if (maildev === undefined) missing.push(maildevHint)
   return { smtpSource, smtpSink, maildev, missing }
 }
+
+/**
+ * A reference tool installed with npm into a temporary folder of the session (removed at the
+ * end): `npm install <spec>`, answering `<folder>/node_modules/<binPath>`, or undefined (logged)
+ * when npm fails (no registry here, for instance).
+ */
+export const npmInstalled = async (session: Session, spec: string, binPath: string): Promise<string | undefined> => {
+  const dir = session.tempDir(`bench-npm-${spec.replace(/\W/g, "")}-`)
+  session.log(`installing ${spec} with npm into ${dir}`)
+  const ok = await new Promise<boolean>((resolve) => {
+    execFile("npm", ["install", "--prefix", dir, "--no-audit", "--no-fund", "--loglevel=error", spec], { timeout: 180_000 }, (error, _stdout, stderr) => {
+      if (error !== null) session.log(`npm install ${spec} failed: ${(stderr || error.message).trim().split("\n").slice(-3).join(" / ")}`)
+      resolve(error === null)
+    })
+  })
+  return ok ? join(dir, "node_modules", binPath) : undefined
+}
+
+/** maildev's bin: found (findTools), else installed with npm when `install`; undefined when neither works. */
+export const maildevBin = async (session: Session, install: boolean): Promise<string | undefined> =>
+  findTools().maildev ?? (install ? await npmInstalled(session, "maildev@2.2.1", "maildev/bin/maildev") : undefined)
 
 const waitGreeting = async (child: ChildProcess, port: number, name: string, timeoutMs: number) => {
   const deadline = Date.now() + timeoutMs
