@@ -11,6 +11,7 @@ import { PgTypes } from "@effect/sql-pg"
 import { SqlClient } from "effect/sql"
 import { BlobStore, type RawBytes, rawBytes, type StagedRaw } from "../platform/BlobStore.ts"
 import { rowsDecoder } from "../platform/Rows.ts"
+import { phaseClock, stampPhase } from "../platform/PhaseStamps.ts"
 import { now } from "../platform/Time.ts"
 import { SearchIndex } from "../search/SearchIndex.ts"
 import { Entitlements } from "../plans/Entitlements.ts"
@@ -377,6 +378,8 @@ export class Mailstore extends Context.Service<Mailstore, {
       readonly input: AcceptInput
       readonly raw: RawBytes
       readonly done: Deferred.Deferred<ReadonlyArray<Accepted>, QuotaExceeded>
+      /** When the accept was asked (PhaseStamps). */
+      readonly askedAt: number
     }
     const pending = yield* Queue.unbounded<Pending>()
     const accountsOf = (batch: ReadonlyArray<Pending>) =>
@@ -404,6 +407,7 @@ export class Mailstore extends Context.Service<Mailstore, {
       }))
     const runBatch = (batch: ReadonlyArray<Pending>) =>
       Effect.gen(function*() {
+        const batchAt = phaseClock()
         const at = yield* now
         const known = batch.every((p) => p.input.deliveries.every((d) => knownPlans.has(d.accountId)))
         const outcomes = known
@@ -412,8 +416,15 @@ export class Mailstore extends Context.Service<Mailstore, {
             Effect.catchTag("NotSetBased", () => messageByMessage(batch, at))
           )
           : yield* messageByMessage(batch, at)
+        const committedAt = phaseClock()
         yield* Effect.forEach(batch, (p, i) => {
           const outcome = outcomes[i]!
+          if (Result.isSuccess(outcome)) {
+            const ids = outcome.success.map((m) => m.id)
+            stampPhase("accept.asked", ids, p.askedAt)
+            stampPhase("accept.batch", ids, batchAt)
+            stampPhase("accept.committed", ids, committedAt)
+          }
           return Result.isSuccess(outcome)
             ? Deferred.succeed(p.done, outcome.success)
             : outcome.failure._tag === "QuotaExceeded"
@@ -430,7 +441,7 @@ export class Mailstore extends Context.Service<Mailstore, {
 
     const accept = Effect.fn("Mailstore.accept")(function*(input: AcceptInput) {
       const done = yield* Deferred.make<ReadonlyArray<Accepted>, QuotaExceeded>()
-      yield* Queue.offer(pending, { input, raw: rawBytes(input.raw), done })
+      yield* Queue.offer(pending, { input, raw: rawBytes(input.raw), done, askedAt: phaseClock() })
       return yield* Deferred.await(done)
     })
 

@@ -24,7 +24,17 @@
  * (`too_complex: ...`) at once, raw bytes kept, and the loops go on with the next message.
  */
 import { type EventAlias } from "@burnbox/domain"
-import { BurnboxConfig, type ClaimedMessage, ClaimBatchSize, MailQueue, type NewEvent, now, type ProcessedMessage } from "@burnbox/store"
+import {
+  BurnboxConfig,
+  type ClaimedMessage,
+  ClaimBatchSize,
+  MailQueue,
+  type NewEvent,
+  now,
+  phaseClock,
+  type ProcessedMessage,
+  stampPhase
+} from "@burnbox/store"
 import { Deferred, Effect, FiberSet, Layer, Queue, Semaphore } from "effect"
 import { type DkimOutcome } from "./Dkim.ts"
 import { authenticateBeside, noAuth } from "./MailAuth.ts"
@@ -125,7 +135,10 @@ export class Pipeline {
           return
         }
         const batch = takeBatch()
+        const ids = batch.map((item) => item.ready.message.id)
+        stampPhase("store.sent", ids)
         const exit = yield* Effect.exit(queue.store(batch.map((item) => item.ready)))
+        stampPhase("store.committed", ids)
         if (exit._tag === "Success" || batch.length === 1) {
           for (const item of batch) Deferred.doneUnsafe(item.done, exit)
           continue
@@ -134,11 +147,16 @@ export class Pipeline {
         for (const item of batch) Deferred.doneUnsafe(item.done, yield* Effect.exit(queue.store([item.ready])))
       }
     })
+    const storeAlone = (ready: ProcessedMessage) =>
+      Effect.sync(() => stampPhase("store.sent", ready.message.id)).pipe(
+        Effect.andThen(queue.store([ready])),
+        Effect.tap(() => Effect.sync(() => stampPhase("store.committed", ready.message.id)))
+      )
     const store = (ready: ProcessedMessage) =>
       // A large message is written on its own, beside the group commit: its statement takes long
       // enough (megabytes of text, a large search document) that ordinary mail queued behind it
       // would wait for it, filling the pipeline's places (bench:hostile).
-      ready.message.sizeBytes > StoreAloneBytes ? queue.store([ready]) : Effect.gen(function*() {
+      ready.message.sizeBytes > StoreAloneBytes ? storeAlone(ready) : Effect.gen(function*() {
         const done = yield* Deferred.make<void>()
         queued.push({ ready, done })
         if (!writing) {
@@ -155,6 +173,7 @@ export class Pipeline {
     const workers = yield* MailWorkers
     const processOne = (claimed: ClaimedMessage) =>
       Effect.gen(function*() {
+        stampPhase("work.started", claimed.id)
         if (claimed.attempts > MaxAttempts) return yield* queue.fail(claimed.id, "gave_up_after_repeated_worker_failures")
         if (!claimed.hasRaw) return yield* queue.fail(claimed.id, "raw_missing")
         const raw = claimed.raw ?? (yield* queue.readRaw(claimed.id))
@@ -172,6 +191,7 @@ export class Pipeline {
           })
           : [yield* work, noAuth] as const
         if (!result.ok) return yield* queue.fail(claimed.id, `unparsable: ${result.reason}`)
+        stampPhase("work.done", claimed.id)
         // The bytes are not needed any more while the message waits for its store.
         const ready = { message: { ...claimed, raw: null }, mail: result.mail, auth }
         yield* store({ ...ready, events: eventsOf(config.baseUrl, ready, yield* now) })
@@ -220,6 +240,7 @@ export const PipelineLive = Layer.effectDiscard(Effect.gen(function*() {
   }
   const placeFreed = Effect.sync(() => placesFreed(1))
   const claimer = Effect.gen(function*() {
+    let wokeAt = phaseClock()
     for (;;) {
       // A full batch's room, taken before the claim so claimers running together never overfill.
       if (InFlight - inFlight < ClaimBatchSize) {
@@ -228,11 +249,21 @@ export const PipelineLive = Layer.effectDiscard(Effect.gen(function*() {
         continue
       }
       inFlight += ClaimBatchSize
+      const sentAt = phaseClock()
       const batch = yield* queue.claimUpTo(ClaimBatchSize).pipe(Effect.onError(() => Effect.sync(() => placesFreed(ClaimBatchSize))))
+      const answeredAt = phaseClock()
       placesFreed(ClaimBatchSize - batch.length)
+      const ids = batch.map((claimed) => claimed.id)
+      stampPhase("claim.woke", ids, wokeAt)
+      stampPhase("claim.sent", ids, sentAt)
+      stampPhase("claim.answered", ids, answeredAt)
+      wokeAt = answeredAt
       for (const claimed of batch) yield* FiberSet.run(working, Effect.ensuring(pipeline.processOne(claimed), placeFreed))
       // Fewer than asked: the queue is empty now, and every message queued from here on wakes us.
-      if (batch.length < ClaimBatchSize) yield* waitForWork
+      if (batch.length < ClaimBatchSize) {
+        yield* waitForWork
+        wokeAt = phaseClock()
+      }
     }
   })
   for (let i = 0; i < Claimers; i++) {
