@@ -27,8 +27,11 @@
  *    commit, the realtime NOTIFY heard, the wait's wake-up and read) on the same clock; the
  *    breakdown prints p50/p99 of each step's share of the held messages' time.
  *
+ * With WAIT_STATEMENTS=1 the service's PostgreSQL loads pg_stat_statements (one restart before
+ * the setup), and each phase prints its statements' calls and mean execution time.
+ *
  * Environment: WAIT_WAITERS (500), WAIT_RATE (200), WAIT_SECONDS (5), WAIT_LOW_RATE (5),
- * WAIT_CONNECTIONS (20), BENCH_LOG_DIR, BENCH_BURNBOX_ROOT.
+ * WAIT_CONNECTIONS (20), WAIT_STATEMENTS (0), BENCH_LOG_DIR, BENCH_BURNBOX_ROOT.
  */
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
@@ -41,6 +44,7 @@ const rate = envInt("WAIT_RATE", 200, 1)
 const seconds = envInt("WAIT_SECONDS", 5, 1)
 const lowRate = envInt("WAIT_LOW_RATE", 5, 0)
 const connections = envInt("WAIT_CONNECTIONS", 20, 1)
+const statements = envInt("WAIT_STATEMENTS", 0, 0) > 0
 const goalP50 = 20
 const goalP99 = 100
 const email = "bench-wait@example.com"
@@ -55,10 +59,20 @@ const main = async (): Promise<number> => {
   const burnbox = await Burnbox.create(session, { logName: "bench-wait", extraEnv: { BURNBOX_PHASE_STAMPS: stampsFile } })
   session.afterCleanup(() => burnbox.summarizeLog())
   await burnbox.start("start")
+  if (statements) {
+    // pg_stat_statements needs loading at PostgreSQL's start: set it, and start the service again.
+    const setup = await burnbox.db()
+    await setup.query("ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'")
+    await burnbox.closeDb(setup)
+    await burnbox.stop()
+    await burnbox.start("start")
+  }
   const token = await burnbox.setupAccount(email)
   const aliases = await burnbox.claimAliases(email, token, waiters)
   log(`claimed ${aliases.length} aliases`)
 
+  const statementsDb = statements ? await burnbox.db() : undefined
+  await statementsDb?.query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
   const listener = await burnbox.db()
   const notified = new Map<number, number>()
   listener.on("notification", (message) => {
@@ -107,6 +121,7 @@ const main = async (): Promise<number> => {
     const factory = messageFactory({ from: "sender@bench.localhost", to: (index) => aliases[index % aliases.length]!.address, size: 2_000, tag: name.replace(/\W/g, "") })
     const sent: Array<{ id: number; repliedAt: number }> = []
     log(`${name}: ${phaseRate} msg/s for ${secs} s`)
+    await statementsDb?.query("SELECT pg_stat_statements_reset()")
     const result = await runSmtpLoad({
       port: burnbox.smtpPort,
       connections,
@@ -139,6 +154,16 @@ const main = async (): Promise<number> => {
     // The stamps are written every 200 ms.
     await sleep(500)
     breakdowns.push(`${name}, held messages:`, breakdown(readStamps(stampsFile), held.map((s) => ({ ...s, answeredAt: answered.get(s.id)!.at }))))
+    if (statementsDb !== undefined) {
+      const top = (await statementsDb.query<{ query: string; calls: string; mean: number; total: number }>(`
+        SELECT query, calls::text, mean_exec_time AS mean, total_exec_time AS total FROM pg_stat_statements
+        WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) AND query NOT LIKE '%pg_stat_statements%'
+        ORDER BY total_exec_time DESC LIMIT 12`)).rows
+      breakdowns.push(`${name}, PostgreSQL's statements by execution time (pg_stat_statements):`, table(
+        ["statement", "calls", "mean ms", "total ms"],
+        top.map((t) => [t.query.replace(/\s+/g, " ").trim().slice(0, 90), t.calls, ms(t.mean), fmt(t.total)])
+      ))
+    }
     const missing = sent.length - seen.length
     goals.push(`${name}: ${sent.length} messages, ${missing} never answered; goal p50 <= ${goalP50} ms: ${wait.p50 <= goalP50 ? "MET" : "NOT MET"} (${ms(wait.p50)}); goal p99 <= ${goalP99} ms: ${wait.p99 <= goalP99 ? "MET" : "NOT MET"} (${ms(wait.p99)})`)
   }

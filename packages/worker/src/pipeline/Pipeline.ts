@@ -135,10 +135,7 @@ export class Pipeline {
           return
         }
         const batch = takeBatch()
-        const ids = batch.map((item) => item.ready.message.id)
-        stampPhase("store.sent", ids)
         const exit = yield* Effect.exit(queue.store(batch.map((item) => item.ready)))
-        stampPhase("store.committed", ids)
         if (exit._tag === "Success" || batch.length === 1) {
           for (const item of batch) Deferred.doneUnsafe(item.done, exit)
           continue
@@ -147,16 +144,11 @@ export class Pipeline {
         for (const item of batch) Deferred.doneUnsafe(item.done, yield* Effect.exit(queue.store([item.ready])))
       }
     })
-    const storeAlone = (ready: ProcessedMessage) =>
-      Effect.sync(() => stampPhase("store.sent", ready.message.id)).pipe(
-        Effect.andThen(queue.store([ready])),
-        Effect.tap(() => Effect.sync(() => stampPhase("store.committed", ready.message.id)))
-      )
     const store = (ready: ProcessedMessage) =>
       // A large message is written on its own, beside the group commit: its statement takes long
       // enough (megabytes of text, a large search document) that ordinary mail queued behind it
       // would wait for it, filling the pipeline's places (bench:hostile).
-      ready.message.sizeBytes > StoreAloneBytes ? storeAlone(ready) : Effect.gen(function*() {
+      ready.message.sizeBytes > StoreAloneBytes ? queue.store([ready]) : Effect.gen(function*() {
         const done = yield* Deferred.make<void>()
         queued.push({ ready, done })
         if (!writing) {
