@@ -20,11 +20,21 @@
  * 5. per message: wait = arrival of the first answer holding it minus its 250; notify = its
  *    NOTIFY minus its 250; and wait minus notify (the cost of waking and answering). A message a
  *    waiter found at once (it came while the waiter was between two requests) is counted apart:
- *    its latency is then the re-arming's, still from its 250.
+ *    its latency is then the re-arming's, still from its 250;
+ * 6. where the time goes: the service runs with BURNBOX_PHASE_STAMPS (store/platform/PhaseStamps.ts)
+ *    and stamps each message at each step (accept asked, its group commit's batch, commit, 250
+ *    handed to the socket, the claimer's wake-up, the claim, the work, the store's batch and
+ *    commit, the realtime NOTIFY heard, the wait's wake-up and read) on the same clock; the
+ *    breakdown prints p50/p99 of each step's share of the held messages' time.
+ *
+ * With WAIT_STATEMENTS=1 the service's PostgreSQL loads pg_stat_statements (one restart before
+ * the setup), and each phase prints its statements' calls and mean execution time.
  *
  * Environment: WAIT_WAITERS (500), WAIT_RATE (200), WAIT_SECONDS (5), WAIT_LOW_RATE (5),
- * WAIT_CONNECTIONS (20), BENCH_LOG_DIR, BENCH_BURNBOX_ROOT.
+ * WAIT_CONNECTIONS (20), WAIT_STATEMENTS (0), BENCH_LOG_DIR, BENCH_BURNBOX_ROOT.
  */
+import { readFileSync } from "node:fs"
+import { join } from "node:path"
 import { Burnbox, Session } from "./lib/burnbox.ts"
 import { distribution, type Distribution, envInt, epochMs, fmt, loadAverage, sleep, table } from "./lib/common.ts"
 import { countsText, messageFactory, runSmtpLoad } from "./lib/smtp.ts"
@@ -34,6 +44,7 @@ const rate = envInt("WAIT_RATE", 200, 1)
 const seconds = envInt("WAIT_SECONDS", 5, 1)
 const lowRate = envInt("WAIT_LOW_RATE", 5, 0)
 const connections = envInt("WAIT_CONNECTIONS", 20, 1)
+const statements = envInt("WAIT_STATEMENTS", 0, 0) > 0
 const goalP50 = 20
 const goalP99 = 100
 const email = "bench-wait@example.com"
@@ -44,13 +55,24 @@ const ms = (n: number) => fmt(n, 1)
 const cellsOf = (d: Distribution) => [fmt(d.count), ms(d.p50), ms(d.p95), ms(d.p99), ms(d.max)]
 
 const main = async (): Promise<number> => {
-  const burnbox = await Burnbox.create(session, { logName: "bench-wait" })
+  const stampsFile = join(session.tempDir("bench-wait-stamps-"), "stamps.jsonl")
+  const burnbox = await Burnbox.create(session, { logName: "bench-wait", extraEnv: { BURNBOX_PHASE_STAMPS: stampsFile } })
   session.afterCleanup(() => burnbox.summarizeLog())
   await burnbox.start("start")
+  if (statements) {
+    // pg_stat_statements needs loading at PostgreSQL's start: set it, and start the service again.
+    const setup = await burnbox.db()
+    await setup.query("ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'")
+    await burnbox.closeDb(setup)
+    await burnbox.stop()
+    await burnbox.start("start")
+  }
   const token = await burnbox.setupAccount(email)
   const aliases = await burnbox.claimAliases(email, token, waiters)
   log(`claimed ${aliases.length} aliases`)
 
+  const statementsDb = statements ? await burnbox.db() : undefined
+  await statementsDb?.query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
   const listener = await burnbox.db()
   const notified = new Map<number, number>()
   listener.on("notification", (message) => {
@@ -93,11 +115,13 @@ const main = async (): Promise<number> => {
   log(`${requests} waits open`)
 
   const rows: Array<Array<string>> = []
+  const breakdowns: Array<string> = []
   const goals: Array<string> = []
   const phase = async (name: string, phaseRate: number, secs: number) => {
     const factory = messageFactory({ from: "sender@bench.localhost", to: (index) => aliases[index % aliases.length]!.address, size: 2_000, tag: name.replace(/\W/g, "") })
     const sent: Array<{ id: number; repliedAt: number }> = []
     log(`${name}: ${phaseRate} msg/s for ${secs} s`)
+    await statementsDb?.query("SELECT pg_stat_statements_reset()")
     const result = await runSmtpLoad({
       port: burnbox.smtpPort,
       connections,
@@ -127,6 +151,19 @@ const main = async (): Promise<number> => {
       [`${name}: NOTIFY -> wait answer`, ...cellsOf(wake)],
       [`${name}: 250 -> answer, found at once on re-arming`, ...cellsOf(atOnce)]
     )
+    // The stamps are written every 200 ms.
+    await sleep(500)
+    breakdowns.push(`${name}, held messages:`, breakdown(readStamps(stampsFile), held.map((s) => ({ ...s, answeredAt: answered.get(s.id)!.at }))))
+    if (statementsDb !== undefined) {
+      const top = (await statementsDb.query<{ query: string; calls: string; mean: number; total: number }>(`
+        SELECT query, calls::text, mean_exec_time AS mean, total_exec_time AS total FROM pg_stat_statements
+        WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) AND query NOT LIKE '%pg_stat_statements%'
+        ORDER BY total_exec_time DESC LIMIT 12`)).rows
+      breakdowns.push(`${name}, PostgreSQL's statements by execution time (pg_stat_statements):`, table(
+        ["statement", "calls", "mean ms", "total ms"],
+        top.map((t) => [t.query.replace(/\s+/g, " ").trim().slice(0, 90), t.calls, ms(t.mean), fmt(t.total)])
+      ))
+    }
     const missing = sent.length - seen.length
     goals.push(`${name}: ${sent.length} messages, ${missing} never answered; goal p50 <= ${goalP50} ms: ${wait.p50 <= goalP50 ? "MET" : "NOT MET"} (${ms(wait.p50)}); goal p99 <= ${goalP99} ms: ${wait.p99 <= goalP99 ? "MET" : "NOT MET"} (${ms(wait.p99)})`)
   }
@@ -142,6 +179,9 @@ const main = async (): Promise<number> => {
     table(["ms, per message", "n", "p50", "p95", "p99", "max"], rows),
     ...goals.map((g) => `  ${g}`),
     "",
+    "Where the time goes (ms per message; each step from the one before it, so the p50s add up to about the total's):",
+    ...breakdowns,
+    "",
     "Method: the generator stamps each 250 (with its \"stored as <id>\"), each waiter the arrival of each answer, and a LISTEN",
     "connection each NOTIFY on burnbox_realtime, with one clock (performance.timeOrigin + performance.now()). Each message goes",
     "to one alias, whose one waiter it wakes. \"Held\" rows count the messages whose answering request was sent before the",
@@ -149,6 +189,75 @@ const main = async (): Promise<number> => {
   ]
   process.stdout.write(out.join("\n") + "\n")
   return 0
+}
+
+/** The service's phase stamps: message id -> phase -> epoch ms (the first stamp of each). */
+const readStamps = (file: string): Map<number, Map<string, number>> => {
+  const stamps = new Map<number, Map<string, number>>()
+  let text = ""
+  try {
+    text = readFileSync(file, "utf8")
+  } catch {
+    return stamps
+  }
+  for (const line of text.split("\n")) {
+    if (line === "") continue
+    const [id, phase, at] = JSON.parse(line) as [number, string, number]
+    const of = stamps.get(id) ?? new Map<string, number>()
+    if (!of.has(phase)) of.set(phase, at)
+    stamps.set(id, of)
+  }
+  return stamps
+}
+
+/**
+ * The steps in the order a message passes them: each row is a step's end minus the latest of the
+ * steps before it (a claimer woken before the commit, by an earlier message, counts 0 for the
+ * wake-up). "client" rows are the benchmark's own stamps.
+ */
+const steps: ReadonlyArray<readonly [string, string]> = [
+  ["accept.asked", "SMTP DATA ended: the accept asked"],
+  ["accept.batch", "  group commit: gathering window and a free batch slot"],
+  ["accept.committed", "  accept statement and commit"],
+  ["accept.replied", "  commit -> 250 handed to the socket"],
+  ["client.replied", "  -> 250 at the client"],
+  ["claim.woke", "  -> the claimer woke (NOTIFY heard, or its last claim came back full)"],
+  ["claim.sent", "  -> claim sent (room in the pipeline's places)"],
+  ["claim.answered", "  claim round trip"],
+  ["work.started", "  -> work started (work budget, fibers' turn)"],
+  ["work.done", "  the work (parse, analysis, SPF/DKIM/DMARC)"],
+  ["store.sent", "  -> store sent (waiting for the group commit)"],
+  ["store.committed", "  store statement and commit"],
+  ["realtime.heard", "  -> realtime NOTIFY heard by the server"],
+  ["wait.woke", "  -> the wait woke"],
+  ["wait.read", "  the wait's read"],
+  ["client.answered", "  -> the answer at the client"]
+]
+
+const cells = (values: ReadonlyArray<number>) => {
+  const d = distribution(values)
+  return [ms(d.p50), ms(d.p99), ms(d.max)]
+}
+
+const breakdown = (
+  stamps: Map<number, Map<string, number>>,
+  held: ReadonlyArray<{ id: number; repliedAt: number; answeredAt: number }>
+): string => {
+  const complete = held.flatMap((s) => {
+    const of = new Map(stamps.get(s.id) ?? [])
+    of.set("client.replied", s.repliedAt)
+    of.set("client.answered", s.answeredAt)
+    return steps.every(([phase]) => of.has(phase)) ? [of] : []
+  })
+  const rows = steps.slice(1).map(([phase, label], i) =>
+    [label, ...cells(complete.map((of) => of.get(phase)! - Math.max(...steps.slice(0, i + 1).map(([before]) => of.get(before)!))))]
+  )
+  rows.push(
+    ["250 at the client -> store committed (processed)", ...cells(complete.map((of) => of.get("store.committed")! - of.get("client.replied")!))],
+    ["250 at the client -> the answer at the client", ...cells(complete.map((of) => of.get("client.answered")! - of.get("client.replied")!))],
+    ["store committed -> the answer at the client", ...cells(complete.map((of) => of.get("client.answered")! - of.get("store.committed")!))]
+  )
+  return `${complete.length} of ${held.length} messages with every stamp\n` + table(["step", "p50", "p99", "max"], rows)
 }
 
 await session.run(10 * 60_000, main)

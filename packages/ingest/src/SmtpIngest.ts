@@ -8,7 +8,7 @@
  * code (RFC 2034, advertised as ENHANCEDSTATUSCODES).
  */
 import { readFileSync } from "node:fs"
-import { BurnboxConfig, type Delivery, Mailstore, StartupFailure } from "@burnbox/store"
+import { BurnboxConfig, type Delivery, Mailstore, stampPhase, StartupFailure } from "@burnbox/store"
 import { Cause, Config, Context, Effect, Exit, Layer, Option } from "effect"
 import { SMTPServer, type SMTPServerAddress, type SMTPServerSession } from "smtp-server"
 
@@ -138,7 +138,10 @@ export const makeSmtpServer = Effect.fnUntraced(function*(options: SmtpOptions) 
           clientAddress: session.remoteAddress,
           clientHelo: session.hostNameAppearsAs
         })).then((exit) => {
-          if (Exit.isSuccess(exit)) return callback(null, `2.0.0 Ok: stored as ${exit.value.map((m) => m.id).join(",")}`)
+          if (Exit.isSuccess(exit)) {
+            callback(null, `2.0.0 Ok: stored as ${exit.value.map((m) => m.id).join(",")}`)
+            return stampPhase("accept.replied", exit.value.map((m) => m.id))
+          }
           if (Cause.hasFails(exit.cause)) return callback(smtpError(552, "5.2.2 Mailbox full: the message is larger than the recipient's storage"))
           Effect.runFork(Effect.logError("SMTP accept failed", exit.cause).pipe(Effect.provideContext(context)))
           callback(smtpError(451, "4.3.0 Temporary failure storing the message, try again later"))

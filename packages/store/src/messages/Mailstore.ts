@@ -13,6 +13,7 @@ import { PgTypes } from "@effect/sql-pg"
 import { SqlClient } from "effect/sql"
 import { BlobStore, compressRaw, type RawBytes, type StagedRaw } from "../platform/BlobStore.ts"
 import { rowsDecoder } from "../platform/Rows.ts"
+import { phaseClock, stampPhase } from "../platform/PhaseStamps.ts"
 import { now } from "../platform/Time.ts"
 import { SearchIndex } from "../search/SearchIndex.ts"
 import { Entitlements } from "../plans/Entitlements.ts"
@@ -353,6 +354,8 @@ export class Mailstore extends Context.Service<Mailstore, {
       readonly input: AcceptInput
       readonly raw: RawBytes
       readonly done: Deferred.Deferred<ReadonlyArray<Accepted>, QuotaExceeded>
+      /** When the accept was asked (PhaseStamps). */
+      readonly askedAt: number
     }
     const pending = yield* Queue.unbounded<Pending>()
     /** When the counters were last folded (epoch ms of wall time), and the wake-ups of the fold (below). */
@@ -405,6 +408,7 @@ export class Mailstore extends Context.Service<Mailstore, {
       }))
     const runBatch = (lane: LaneLeases) => (batch: ReadonlyArray<Pending>) =>
       Effect.gen(function*() {
+        const batchAt = phaseClock()
         const at = yield* now
         const known = batch.every((p) => p.input.deliveries.every((d) => knownPlans.has(d.accountId)))
         const outcomes = known
@@ -413,9 +417,16 @@ export class Mailstore extends Context.Service<Mailstore, {
             Effect.catchTag("NotSetBased", () => messageByMessage(lane, batch, at))
           )
           : yield* messageByMessage(lane, batch, at)
+        const committedAt = phaseClock()
         yield* foldSoon
         yield* Effect.forEach(batch, (p, i) => {
           const outcome = outcomes[i]!
+          if (Result.isSuccess(outcome)) {
+            const ids = outcome.success.map((m) => m.id)
+            stampPhase("accept.asked", ids, p.askedAt)
+            stampPhase("accept.batch", ids, batchAt)
+            stampPhase("accept.committed", ids, committedAt)
+          }
           return Result.isSuccess(outcome)
             ? Deferred.succeed(p.done, outcome.success)
             : outcome.failure._tag === "QuotaExceeded"
@@ -448,7 +459,8 @@ export class Mailstore extends Context.Service<Mailstore, {
     const accept = Effect.fn("Mailstore.accept")(function*(input: AcceptInput) {
       const done = yield* Deferred.make<ReadonlyArray<Accepted>, QuotaExceeded>()
       // Compressed here, before the batch: a big message's in the thread pool, while others' batches commit.
-      yield* Queue.offer(pending, { input, raw: yield* compressRaw(input.raw), done })
+      const askedAt = phaseClock()
+      yield* Queue.offer(pending, { input, raw: yield* compressRaw(input.raw), done, askedAt })
       return yield* Deferred.await(done)
     })
 

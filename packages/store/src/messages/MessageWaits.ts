@@ -11,9 +11,17 @@
  */
 import type { InvalidCursor, MessageDetail, MessageNotFound, MessagePage, SearchQueryError } from "@burnbox/domain"
 import { Context, Deferred, Duration, Effect, Layer, Queue } from "effect"
+import { phaseClock, phaseStampsOn, stampPhase } from "../platform/PhaseStamps.ts"
 import { type EventTest, Realtime } from "../realtime/Realtime.ts"
 import { MailboxAccess } from "../sharing/MailboxAccess.ts"
 import { type ListPage, Messages } from "./Messages.ts"
+
+/** Stamps the messages of an answer a wake-up brought: when the wait woke, and when its read answered. */
+const stampWoken = <A>(idsOf: (answer: A) => ReadonlyArray<number>) => (answer: A, wokeAt: number) => {
+  const ids = idsOf(answer)
+  stampPhase("wait.woke", ids, wokeAt)
+  stampPhase("wait.read", ids)
+}
 
 /** A message has left the pipeline: what a wait is for. */
 const finished = (status: MessageDetail["processingStatus"]) => status === "processed" || status === "failed"
@@ -30,6 +38,8 @@ export const holdUntil = <A, E, R>(options: {
   readonly wakes: Queue.Dequeue<unknown>
   readonly within: Duration.Input
   readonly released: Effect.Effect<void>
+  /** Told of an answer a wake-up brought, with when that wake-up came (PhaseStamps). */
+  readonly woken?: ((answer: A, wokeAt: number) => void) | undefined
 }): Effect.Effect<A, E, R> =>
   Effect.gen(function*() {
     let answer = yield* options.read
@@ -37,9 +47,10 @@ export const holdUntil = <A, E, R>(options: {
     const untilAnswered = Effect.gen(function*() {
       for (;;) {
         yield* Queue.take(options.wakes)
+        const wokeAt = phaseClock()
         yield* Queue.clear(options.wakes)
         answer = yield* options.read
-        if (options.answered(answer)) return
+        if (options.answered(answer)) return options.woken?.(answer, wokeAt)
       }
     })
     const ended = yield* Effect.raceFirst(
@@ -65,11 +76,18 @@ export class MessageWaits extends Context.Service<MessageWaits, {
     const released = yield* Deferred.make<void>()
     yield* Effect.addFinalizer(() => Deferred.succeed(released, undefined))
 
-    const hold = <A, E>(accountId: number, wants: EventTest, read: Effect.Effect<A, E>, answered: (a: A) => boolean, within: Duration.Input) =>
+    const hold = <A, E>(
+      accountId: number,
+      wants: EventTest,
+      read: Effect.Effect<A, E>,
+      answered: (a: A) => boolean,
+      within: Duration.Input,
+      woken?: (a: A, wokeAt: number) => void
+    ) =>
       Effect.gen(function*() {
         // Events name the mailbox's owner: every account whose mail the reader reads can wake it.
         const wakes = yield* realtime.subscribe(yield* access.accountsReadBy(accountId), wants)
-        return yield* holdUntil({ read, answered, wakes, within, released: Deferred.await(released) })
+        return yield* holdUntil({ read, answered, wakes, within, released: Deferred.await(released), woken })
       }).pipe(Effect.scoped)
 
     const list = Effect.fn("MessageWaits.list")(function*(accountId: number, page: ListPage, wait: Duration.Input) {
@@ -80,7 +98,8 @@ export class MessageWaits extends Context.Service<MessageWaits, {
         (event) => alias === undefined || event.aliasId === alias,
         messages.list(accountId, { ...page, tail }),
         (answer) => answer.items.some((item) => finished(item.processingStatus)),
-        wait
+        wait,
+        phaseStampsOn ? stampWoken((answer) => answer.items.filter((item) => finished(item.processingStatus)).map((item) => item.id)) : undefined
       )
     })
 
@@ -91,7 +110,8 @@ export class MessageWaits extends Context.Service<MessageWaits, {
         messages.detail(accountId, id, baseUrl),
         // A message the caller may not read fails the read at once: nothing to wait for.
         (answer) => finished(answer.processingStatus),
-        wait
+        wait,
+        phaseStampsOn ? stampWoken((answer) => [answer.id]) : undefined
       )
     })
 

@@ -22,6 +22,7 @@ import { publishFragment } from "../realtime/Realtime.ts"
 import { Entitlements } from "../plans/Entitlements.ts"
 import { ruleMarks, ruleReturning, ruleTrashSet, ruleWalk, walkedColumns } from "../rules/RuleWalk.ts"
 import { SearchIndex } from "../search/SearchIndex.ts"
+import { stampPhase } from "../platform/PhaseStamps.ts"
 import { now } from "../platform/Time.ts"
 
 /**
@@ -293,8 +294,11 @@ export class MailQueue extends Context.Service<MailQueue, {
     const store = (batch: ReadonlyArray<ProcessedMessage>) =>
       Effect.gen(function*() {
         const at = yield* now
+        const ids = batch.map((ready) => ready.message.id)
+        stampPhase("store.sent", ids)
         const withAttachments = batch.some((ready) => ready.mail.attachments.length > 0 || ready.message.attempts > 1)
         const stored = withAttachments ? yield* storeWithAttachments(batch, at) : yield* storeStatement(batch, at)
+        stampPhase("store.committed", ids)
         yield* search.refreshArchiveMarks(stored.map((row) => row.id))
       }).pipe(Effect.asVoid, Effect.orDie)
 

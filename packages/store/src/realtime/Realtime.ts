@@ -8,6 +8,7 @@
 import { PgClient } from "@effect/sql-pg"
 import { Context, Deferred, Effect, Layer, Option, Queue, Schedule, Schema, type Scope } from "effect"
 import { SqlClient, type SqlError, type Statement } from "effect/sql"
+import { stampPhase } from "../platform/PhaseStamps.ts"
 
 export const RealtimeChannel = "burnbox_realtime"
 
@@ -187,6 +188,7 @@ export class Realtime extends Context.Service<Realtime, {
         ? { id, accountId: payload.accountId, type: `message.${payload.status}`, aliasId: payload.aliasId, messageId: payload.messageId }
         : { id, ...payload }
       keep(update)
+      if (event !== undefined) stampPhase("realtime.heard", event.messageId)
       for (const subscriber of byAccount.get(update.accountId) ?? []) subscriber.hear(update, event)
       for (const subscriber of everything) subscriber.hear(update, event)
     }

@@ -24,7 +24,17 @@
  * (`too_complex: ...`) at once, raw bytes kept, and the loops go on with the next message.
  */
 import { type EventAlias } from "@burnbox/domain"
-import { BurnboxConfig, type ClaimedMessage, ClaimBatchSize, MailQueue, type NewEvent, now, type ProcessedMessage } from "@burnbox/store"
+import {
+  BurnboxConfig,
+  type ClaimedMessage,
+  ClaimBatchSize,
+  MailQueue,
+  type NewEvent,
+  now,
+  phaseClock,
+  type ProcessedMessage,
+  stampPhase
+} from "@burnbox/store"
 import { Deferred, Effect, FiberSet, Layer, Queue, Semaphore } from "effect"
 import { type DkimOutcome } from "./Dkim.ts"
 import { authenticateBeside, noAuth } from "./MailAuth.ts"
@@ -155,6 +165,7 @@ export class Pipeline {
     const workers = yield* MailWorkers
     const processOne = (claimed: ClaimedMessage) =>
       Effect.gen(function*() {
+        stampPhase("work.started", claimed.id)
         if (claimed.attempts > MaxAttempts) return yield* queue.fail(claimed.id, "gave_up_after_repeated_worker_failures")
         if (!claimed.hasRaw) return yield* queue.fail(claimed.id, "raw_missing")
         const raw = claimed.raw ?? (yield* queue.readRaw(claimed.id))
@@ -172,6 +183,7 @@ export class Pipeline {
           })
           : [yield* work, noAuth] as const
         if (!result.ok) return yield* queue.fail(claimed.id, `unparsable: ${result.reason}`)
+        stampPhase("work.done", claimed.id)
         // The bytes are not needed any more while the message waits for its store.
         const ready = { message: { ...claimed, raw: null }, mail: result.mail, auth }
         yield* store({ ...ready, events: eventsOf(config.baseUrl, ready, yield* now) })
@@ -220,6 +232,7 @@ export const PipelineLive = Layer.effectDiscard(Effect.gen(function*() {
   }
   const placeFreed = Effect.sync(() => placesFreed(1))
   const claimer = Effect.gen(function*() {
+    let wokeAt = phaseClock()
     for (;;) {
       // A full batch's room, taken before the claim so claimers running together never overfill.
       if (InFlight - inFlight < ClaimBatchSize) {
@@ -228,11 +241,21 @@ export const PipelineLive = Layer.effectDiscard(Effect.gen(function*() {
         continue
       }
       inFlight += ClaimBatchSize
+      const sentAt = phaseClock()
       const batch = yield* queue.claimUpTo(ClaimBatchSize).pipe(Effect.onError(() => Effect.sync(() => placesFreed(ClaimBatchSize))))
+      const answeredAt = phaseClock()
       placesFreed(ClaimBatchSize - batch.length)
+      const ids = batch.map((claimed) => claimed.id)
+      stampPhase("claim.woke", ids, wokeAt)
+      stampPhase("claim.sent", ids, sentAt)
+      stampPhase("claim.answered", ids, answeredAt)
+      wokeAt = answeredAt
       for (const claimed of batch) yield* FiberSet.run(working, Effect.ensuring(pipeline.processOne(claimed), placeFreed))
       // Fewer than asked: the queue is empty now, and every message queued from here on wakes us.
-      if (batch.length < ClaimBatchSize) yield* waitForWork
+      if (batch.length < ClaimBatchSize) {
+        yield* waitForWork
+        wokeAt = phaseClock()
+      }
     }
   })
   for (let i = 0; i < Claimers; i++) {
