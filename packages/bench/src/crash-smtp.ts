@@ -25,7 +25,9 @@
  *    stored (must be 0), stored but not acknowledged (allowed: the 250 was lost in flight; at
  *    most the bodies without a reply), stored twice, processed / failed / unprocessed after the
  *    restart, message.received events per message (exactly one each: a crash repeats nothing),
- *    and reads every acknowledged message back over the API (processed, with its code).
+ *    and reads every acknowledged message back over the API (processed, with its code); and
+ *    checks every account's and alias's counters (storage, received, mailbox count: row plus
+ *    the deltas not folded yet) against a recount of the stored mail (must all be equal).
  *
  * Environment: CRASH_ROUNDS (2), CRASH_AFTER_MS (3000), CRASH_CONNECTIONS (50), BENCH_LOG_DIR.
  */

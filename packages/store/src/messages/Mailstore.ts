@@ -93,6 +93,9 @@ export const destroyMessages = ({ blobs, search, sql }: MessageStores, victims: 
   Effect.gen(function*() {
     if (victims.length === 0) return
     const ids = victims.map((v) => v.id)
+    yield* sql`DELETE FROM messages WHERE id IN ${sql.in(ids)}`
+    yield* blobs.messagesDestroyed(ids)
+    yield* search.followChanges(ids)
     const byAlias = new Map<number, { bytes: number; unread: number }>()
     for (const v of victims) {
       const entry = byAlias.get(v.alias_id) ?? { bytes: 0, unread: 0 }
@@ -100,9 +103,6 @@ export const destroyMessages = ({ blobs, search, sql }: MessageStores, victims: 
       entry.unread += v.unread ? 1 : 0
       byAlias.set(v.alias_id, entry)
     }
-    yield* sql`DELETE FROM messages WHERE id IN ${sql.in(ids)}`
-    yield* blobs.messagesDestroyed(ids)
-    yield* search.followChanges(ids)
     // In alias id order, as every writer of alias rows takes them.
     for (const [aliasId, freed] of [...byAlias].sort(([a], [b]) => a - b)) {
       yield* sql`

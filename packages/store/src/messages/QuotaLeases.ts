@@ -4,9 +4,9 @@
  * account. A lane's accept statement takes its bytes off its own lease row (`spendFragment`), in
  * the transaction that stores the messages; a lease is granted (`grant`) under the account's
  * `quota` advisory lock only while storage used plus every live lease stays within the quota. So
- * an account is never over its quota by more than the message that eviction makes room for, with
- * any number of lanes and processes; when the room is gone, the lane stores message by message
- * under that lock (`lockForEviction`), counting the others' leases as used (`usedAndLeasedOf`).
+ * an account's stored mail never passes its quota, with any number of lanes and processes; when
+ * the room is gone, the lane stores message by message under that lock (`lockForEviction`),
+ * counting the others' leases as used (`leasedOf`) and evicting to make room.
  */
 import { Effect, Schema } from "effect"
 import { SqlClient } from "effect/sql"
