@@ -101,6 +101,11 @@ const benchmarks: ReadonlyArray<Benchmark> = [
     script: "bench:ingest-cost",
     env: { COST_MESSAGES: "100", COST_SESSIONS: "2", COST_GENERATOR: "node" },
     table: /^\| statement +\| +calls \| +exec ms\/msg \|/m
+  },
+  {
+    script: "bench:read-under-load",
+    env: { READ_ROUNDS: "1", READ_MESSAGES: "50", READ_SESSIONS: "2", READ_IDLE_SECONDS: "1", READ_SEED: "10" },
+    table: /^\| median of 1 round\(s\) +\| +ingest msg\/s \|/m
   }
 ]
 
