@@ -17,7 +17,7 @@ import { readdirSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 import { cpus } from "node:os"
 import { cpuSnapshot, envInt, fmt, loadAverage, table, waitFor } from "./lib/common.ts"
-import { Burnbox, type PgClient, Session, statementStats } from "./lib/burnbox.ts"
+import { Burnbox, type PgClient, relationSizes, Session, statementStats } from "./lib/burnbox.ts"
 import { findTools, messageFactory, postfixHint, runSmtpLoad, runSmtpSource } from "./lib/smtp.ts"
 
 const messages = envInt("COST_MESSAGES", 20_000, 100)
@@ -34,15 +34,6 @@ const mb = (bytes: number) => `${fmt(bytes / 1_048_576, 1)} MB`
 const dataDirBytes = async (db: PgClient): Promise<{ total: number; wal: number }> => {
   const dir = (await db.query<{ dir: string }>("SELECT current_setting('data_directory') AS dir")).rows[0]!.dir
   return { total: du(dir), wal: du(join(dir, "pg_wal")) }
-}
-
-/** Each table's bytes (heap with TOAST, indexes) and the large objects'. */
-const relationSizes = async (db: PgClient): Promise<Map<string, { heap: number; index: number }>> => {
-  const rows = await db.query<{ name: string; heap: string; index: string }>(`
-    SELECT c.relname AS name, (pg_table_size(c.oid))::text AS heap, (pg_indexes_size(c.oid))::text AS index
-    FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-    WHERE c.relkind IN ('r', 'p') AND (n.nspname = 'public' OR c.relname = 'pg_largeobject')`)
-  return new Map(rows.rows.map((r) => [r.name, { heap: Number(r.heap), index: Number(r.index) }]))
 }
 
 interface WalStats {

@@ -49,7 +49,7 @@ import { join } from "node:path"
 import { zstdCompressSync } from "node:zlib"
 import { clusterLocation } from "@burnbox/store"
 import { listenerPorts } from "@burnbox/testkit"
-import { Burnbox, type PgClient, serviceSource, Session } from "./lib/burnbox.ts"
+import { Burnbox, type PgClient, relationSizes, serviceSource, Session } from "./lib/burnbox.ts"
 import { cpuShare, cpuSnapshot, type CpuShare, diskUsage, envInt, fmt, loadAverage, median, mib, serverCpuCell, sleep, table } from "./lib/common.ts"
 import { type HarakaMode, harakaBin, harakaHint, harakaNoDelay, startHaraka } from "./lib/haraka.ts"
 import { type ReadResult, startReader } from "./lib/reader.ts"
@@ -323,7 +323,8 @@ const main = async (): Promise<number> => {
         if (!warmed.has(target.key) && warmupSeconds > 0) {
           warmed.add(target.key)
           log(`${target.name}: warm-up ${warmupSeconds} s (not counted)`)
-          await nodeRun(target, load, warmupSeconds)
+          const warmup = await nodeRun(target, load, warmupSeconds)
+          if (target.burnbox !== undefined) target.burnbox.accepted += warmup.accepted
           if (target.burnbox?.command === "start") {
             const db = await target.burnbox.burnbox.db()
             await drainBacklog(db, drainSecondsMax)
@@ -472,6 +473,18 @@ const main = async (): Promise<number> => {
   return 0
 }
 
+/** Each table's growth (its partitions, named <table>_p<n>, counted with it), largest first. */
+const growthByTable = (before: ReadonlyMap<string, { heap: number; index: number }>, after: ReadonlyMap<string, { heap: number; index: number }>) => {
+  const growth = new Map<string, { name: string; heap: number; index: number }>()
+  for (const [name, a] of after) {
+    const b = before.get(name) ?? { heap: 0, index: 0 }
+    const parent = name.replace(/_p\d+$/, "")
+    const g = growth.get(parent) ?? { name: parent, heap: 0, index: 0 }
+    growth.set(parent, { name: parent, heap: g.heap + a.heap - b.heap, index: g.index + a.index - b.index })
+  }
+  return [...growth.values()].filter((g) => g.heap + g.index > 0).sort((l, r) => (r.heap + r.index) - (l.heap + l.index))
+}
+
 /**
  * The disk a stored message takes: `diskMessages` messages of words over the aliases to `burnbox
  * start`, processed; its data dir (and its PostgreSQL cluster where that lives outside it) before
@@ -497,6 +510,7 @@ const diskLoad = async (instance: Instance): Promise<{ lines: Array<string>; rat
   await drainBacklog(db, drainSecondsMax)
   await db.query("CHECKPOINT")
   const before = measure()
+  const tablesBefore = await relationSizes(db)
   const countBefore = await scalar("SELECT count(*)::text AS n FROM messages")
   const sizeBefore = await scalar("SELECT coalesce(sum(size_bytes), 0)::text AS n FROM messages")
   const walWrittenBefore = await scalar("SELECT wal_bytes::text AS n FROM pg_stat_wal")
@@ -524,6 +538,7 @@ const diskLoad = async (instance: Instance): Promise<{ lines: Array<string>; rat
   const afterLoad = measure()
   await db.query("CHECKPOINT")
   const after = measure()
+  const tablesAfter = await relationSizes(db)
   const count = (await scalar("SELECT count(*)::text AS n FROM messages")) - countBefore
   const sizeBytes = (await scalar("SELECT coalesce(sum(size_bytes), 0)::text AS n FROM messages")) - sizeBefore
   const walWritten = (await scalar("SELECT wal_bytes::text AS n FROM pg_stat_wal")) - walWrittenBefore
@@ -541,6 +556,8 @@ const diskLoad = async (instance: Instance): Promise<{ lines: Array<string>; rat
       ["pg_wal alone", mib(before.wal), mib(afterLoad.wal), mib(after.wal), per(after.wal - before.wal), x(after.wal - before.wal)],
       ["data dir without pg_wal", mib(before.rest), mib(afterLoad.rest), mib(after.rest), per(after.rest - before.rest), x(after.rest - before.rest)]
     ]),
+    `where the growth without pg_wal went, bytes per message (table with TOAST + its indexes; partitions with their table): ${growthByTable(tablesBefore, tablesAfter)
+      .slice(0, 8).map((g) => `${g.name} ${fmt(g.heap / count)} + ${fmt(g.index / count)}`).join(", ")}`,
     `WAL written during the load and processing: ${fmt(walWritten / count)} bytes per message (${x(walWritten)} raw). pg_wal is a ring of recycled segments between ` +
       "min_wal_size and max_wal_size: after a CHECKPOINT it keeps its size rather than shrinking with the data, so the goal is judged without it."
   ]

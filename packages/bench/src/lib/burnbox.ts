@@ -450,6 +450,18 @@ export const summarizeLog = (logPath: string): Array<string> => {
 }
 
 // ---------------------------------------------------------------------------------------------
+// The database's size
+
+/** Each table's bytes (heap with TOAST, indexes) and the large objects'. */
+export const relationSizes = async (db: PgClient): Promise<Map<string, { heap: number; index: number }>> => {
+  const rows = await db.query<{ name: string; heap: string; index: string }>(`
+    SELECT c.relname AS name, (pg_table_size(c.oid))::text AS heap, (pg_indexes_size(c.oid))::text AS index
+    FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+    WHERE c.relkind IN ('r', 'p') AND (n.nspname = 'public' OR c.relname = 'pg_largeobject')`)
+  return new Map(rows.rows.map((r) => [r.name, { heap: Number(r.heap), index: Number(r.index) }]))
+}
+
+// ---------------------------------------------------------------------------------------------
 // What PostgreSQL's backends wait for
 
 /** A short name for a burnbox statement seen in pg_stat_activity (accept path and pipeline). */
