@@ -15,8 +15,8 @@ import { phaseClock, stampPhase } from "../platform/PhaseStamps.ts"
 import { now } from "../platform/Time.ts"
 import { SearchIndex } from "../search/SearchIndex.ts"
 import { Entitlements } from "../plans/Entitlements.ts"
+import { PipelineWakeups } from "../pipeline/PipelineWakeups.ts"
 
-export const PipelineChannel = "burnbox_pipeline"
 export const TestMessageRetentionDays = 7
 
 export type RecipientVerdict =
@@ -119,6 +119,7 @@ export class Mailstore extends Context.Service<Mailstore, {
     const blobs = yield* BlobStore
     const search = yield* SearchIndex
     const entitlements = yield* Entitlements
+    const pipelineWakeups = yield* PipelineWakeups
     const stores: MessageStores = { sql, blobs, search }
 
     const recipientRows = rowsDecoder(Schema.Struct({ n: Schema.Int, id: Schema.Int, account_id: Schema.Int, status: Schema.String }))
@@ -343,8 +344,7 @@ export class Mailstore extends Context.Service<Mailstore, {
             WHERE a.id = s.account_id
           )
           SELECT (SELECT json_agg(json_build_array(ord, id)) FROM ids) AS ids,
-                 (SELECT json_agg(json_build_object('id', id, 'used', used, 'plan', plan)) FROM locked) AS accounts,
-                 (SELECT count(*) FROM pg_notify(${PipelineChannel}, '')) AS notified`.pipe(Effect.flatMap(batchAnswers))
+                 (SELECT json_agg(json_build_object('id', id, 'used', used, 'plan', plan)) FROM locked) AS accounts`.pipe(Effect.flatMap(batchAnswers))
         yield* blobs.unstageRaw(staged)
         const locked = answer?.accounts ?? []
         const quotas = new Map(locked.map((a) => [a.id, quotaOf(a)]))
@@ -402,7 +402,6 @@ export class Mailstore extends Context.Service<Mailstore, {
         const staged = yield* blobs.stageRaw(batch.map((p) => p.raw))
         const results = yield* Effect.forEach(batch, (p, i) => sql.withTransaction(acceptOne(p.input, staged, i, at)).pipe(Effect.result))
         yield* blobs.unstageRaw(staged)
-        yield* sql`SELECT pg_notify(${PipelineChannel}, '')`
         return results
       }))
     const runBatch = (batch: ReadonlyArray<Pending>) =>
@@ -417,6 +416,8 @@ export class Mailstore extends Context.Service<Mailstore, {
           )
           : yield* messageByMessage(batch, at)
         const committedAt = phaseClock()
+        // The pipeline hears of it after the commit (PipelineWakeups: not a NOTIFY in the transaction).
+        if (outcomes.some(Result.isSuccess)) yield* pipelineWakeups.queued
         yield* Effect.forEach(batch, (p, i) => {
           const outcome = outcomes[i]!
           if (Result.isSuccess(outcome)) {
@@ -468,6 +469,6 @@ export class Mailstore extends Context.Service<Mailstore, {
     return Mailstore.of({ resolveRecipient, accept, purgeExpired })
   }))
 
-  /** With its own BlobStore and SearchIndex. */
-  static readonly layer = Mailstore.layerNoDeps.pipe(Layer.provide([BlobStore.layer, SearchIndex.layer, Entitlements.layer]))
+  /** With its own BlobStore, SearchIndex and Entitlements, and the process's PipelineWakeups. */
+  static readonly layer = Mailstore.layerNoDeps.pipe(Layer.provide([BlobStore.layer, SearchIndex.layer, Entitlements.layer, PipelineWakeups.layer]))
 }
