@@ -27,6 +27,7 @@ import { Notices } from "./notices/Notices.ts"
 import { Entitlements } from "./plans/Entitlements.ts"
 import { Exports } from "./exports/Exports.ts"
 import { MailQueue } from "./pipeline/MailQueue.ts"
+import { PipelineWakeups } from "./pipeline/PipelineWakeups.ts"
 import type { BurnboxConfig } from "./platform/Config.ts"
 import { DatabaseUrl, MigratedDatabase, SqlLive } from "./platform/Database.ts"
 import { JobQueue } from "./platform/JobQueue.ts"
@@ -101,7 +102,7 @@ const RealtimeOnFirstUse = Layer.effect(Realtime, Effect.gen(function*() {
  * What several services of the store read: keys, limits, plans (Entitlements, with the registry of
  * plan-change effects every feature adds to), accounts, and who owns mail bytes, words and mailboxes.
  */
-const Shared = Layer.mergeAll(Accounts.layer, ServiceKeys.layer, BlobStore.layer, SearchIndex.layer, MailboxAccess.layer).pipe(
+const Shared = Layer.mergeAll(Accounts.layer, ServiceKeys.layer, BlobStore.layer, SearchIndex.layer, MailboxAccess.layer, PipelineWakeups.layer).pipe(
   Layer.provideMerge(Layer.mergeAll(Keyring.layer, RateLimiter.layer, Entitlements.layer))
 )
 

@@ -17,10 +17,10 @@ import { phaseClock, stampPhase } from "../platform/PhaseStamps.ts"
 import { now } from "../platform/Time.ts"
 import { SearchIndex } from "../search/SearchIndex.ts"
 import { Entitlements } from "../plans/Entitlements.ts"
+import { PipelineWakeups } from "../pipeline/PipelineWakeups.ts"
 import { accountStorageUsedOf, foldMailCounts } from "./MailCounts.ts"
 import { dropLeases, grant, LaneLeases, leasedOf, lockForEviction, spendFragment } from "./QuotaLeases.ts"
 
-export const PipelineChannel = "burnbox_pipeline"
 export const TestMessageRetentionDays = 7
 
 export type RecipientVerdict =
@@ -130,6 +130,7 @@ export class Mailstore extends Context.Service<Mailstore, {
     const blobs = yield* BlobStore
     const search = yield* SearchIndex
     const entitlements = yield* Entitlements
+    const pipelineWakeups = yield* PipelineWakeups
     const stores: MessageStores = { sql, blobs, search }
 
     const recipientRows = rowsDecoder(Schema.Struct({ n: Schema.Int, id: Schema.Int, account_id: Schema.Int, status: Schema.String }))
@@ -316,8 +317,7 @@ export class Mailstore extends Context.Service<Mailstore, {
           )
           SELECT (SELECT json_agg(json_build_array(ord, id)) FROM ids) AS ids,
                  (SELECT json_agg(json_build_object('id', id, 'plan', plan)) FROM plans) AS accounts,
-                 (SELECT count(*)::int FROM spent) AS leased,
-                 (SELECT count(*) FROM pg_notify(${PipelineChannel}, '')) AS notified`.pipe(Effect.flatMap(batchAnswers))
+                 (SELECT count(*)::int FROM spent) AS leased`.pipe(Effect.flatMap(batchAnswers))
         yield* blobs.unstageRaw(staged)
         const plans = new Map((answer?.accounts ?? []).map((a) => [a.id, a.plan]))
         const assumed = accountIds.every((id) =>
@@ -403,7 +403,6 @@ export class Mailstore extends Context.Service<Mailstore, {
         const staged = yield* blobs.stageRaw(batch.map((p) => p.raw))
         const results = yield* Effect.forEach(batch, (p, i) => sql.withTransaction(acceptOne(p.input, staged, i, at)).pipe(Effect.result))
         yield* blobs.unstageRaw(staged)
-        yield* sql`SELECT pg_notify(${PipelineChannel}, '')`
         return results
       }))
     const runBatch = (lane: LaneLeases) => (batch: ReadonlyArray<Pending>) =>
@@ -418,6 +417,8 @@ export class Mailstore extends Context.Service<Mailstore, {
           )
           : yield* messageByMessage(lane, batch, at)
         const committedAt = phaseClock()
+        // The pipeline hears of it after the commit (PipelineWakeups: not a NOTIFY in the transaction).
+        if (outcomes.some(Result.isSuccess)) yield* pipelineWakeups.queued
         yield* foldSoon
         yield* Effect.forEach(batch, (p, i) => {
           const outcome = outcomes[i]!
@@ -488,6 +489,6 @@ export class Mailstore extends Context.Service<Mailstore, {
     return Mailstore.of({ resolveRecipient, accept, purgeExpired, foldCounts })
   }))
 
-  /** With its own BlobStore and SearchIndex. */
-  static readonly layer = Mailstore.layerNoDeps.pipe(Layer.provide([BlobStore.layer, SearchIndex.layer, Entitlements.layer]))
+  /** With its own BlobStore, SearchIndex and Entitlements, and the process's PipelineWakeups. */
+  static readonly layer = Mailstore.layerNoDeps.pipe(Layer.provide([BlobStore.layer, SearchIndex.layer, Entitlements.layer, PipelineWakeups.layer]))
 }

@@ -1,7 +1,8 @@
 /**
  * MailQueue: the pipeline's claims on stored mail (architecture.md, "MailQueue"). A message row
  * in `stub` state is the durable job the accepting transaction wrote; workers claim rows with
- * FOR UPDATE SKIP LOCKED, woken by NOTIFY from that transaction, and a claim names the claiming
+ * FOR UPDATE SKIP LOCKED, woken after that transaction's commit (PipelineWakeups: in memory in
+ * the accepting process, by a NOTIFY in the others, and a poll as the floor), and a claim names the claiming
  * process (`application_name`), so the claims of a process that died are given back within a
  * second. Kept apart from pg-boss because a NOTIFY-woken claim answers in milliseconds where
  * pg-boss polls (`packages/bench/src/bench-queue.ts` measures both).
@@ -11,11 +12,11 @@
  * notification (Realtime); attachments (BlobStore) join it in one transaction when there are any.
  * The raw bytes come with the claim, or from BlobStore for a large message.
  */
-import { PgClient, PgTypes } from "@effect/sql-pg"
+import { PgTypes } from "@effect/sql-pg"
 import type { WorkedMail } from "@burnbox/domain/mail/index"
 import { Context, Effect, Layer, Option, type Queue, Schema, type Scope } from "effect"
 import { SqlClient, SqlSchema, type Statement } from "effect/sql"
-import { PipelineChannel } from "../messages/Mailstore.ts"
+import { PipelineWakeups } from "./PipelineWakeups.ts"
 import { eventRecord, insertEventRecords, type NewEvent, OutboxChannel } from "../webhooks/Outbox.ts"
 import { BlobStore, inflateRaw, RawPieceBytes } from "../platform/BlobStore.ts"
 import { publishFragment } from "../realtime/Realtime.ts"
@@ -134,13 +135,13 @@ export class MailQueue extends Context.Service<MailQueue, {
   readonly store: (batch: ReadonlyArray<ProcessedMessage>) => Effect.Effect<void>
   /** Gives the claims of processes that are gone back to the queue; answers how many. */
   readonly takeOver: Effect.Effect<number>
-  /** A wake-up each time mail is queued (at the accepting commit). */
+  /** A wake-up each time mail is queued (after the accepting commit: PipelineWakeups). */
   readonly wakeups: Effect.Effect<Queue.Dequeue<unknown, unknown>, never, Scope.Scope>
 }>()("burnbox/MailQueue") {
-  /** Needs BlobStore, SearchIndex and Entitlements besides the SQL client. */
+  /** Needs BlobStore, SearchIndex, Entitlements and PipelineWakeups besides the SQL client. */
   static readonly layerNoDeps = Layer.effect(MailQueue, Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const pg = yield* PgClient.PgClient
+    const pipelineWakeups = yield* PipelineWakeups
     const blobs = yield* BlobStore
     const search = yield* SearchIndex
     const entitlements = yield* Entitlements
@@ -155,6 +156,13 @@ export class MailQueue extends Context.Service<MailQueue, {
     })(undefined).pipe(Effect.orDie)
     const worker = named[0] !== undefined && named[0].name.startsWith("burnbox/") ? named[0].name : null
 
+    /**
+     * A claim commits without waiting for its WAL to reach the disk (`synchronous_commit` off for
+     * its own transaction): a claim a crash loses leaves its messages `stub` (claimed again, as
+     * the takeover would have given them back), and whatever the claimer then commits durably (its
+     * store, a failure) flushes the claim's WAL before its own. The flush was one fsync on every
+     * message's way from its 250 to `processed`.
+     */
     const claimRows = SqlSchema.findAll({
       Request: Schema.Struct({ at: Schema.Date, limit: Schema.Int }),
       Result: ClaimedRow,
@@ -167,6 +175,8 @@ export class MailQueue extends Context.Service<MailQueue, {
             WHERE processing_status = 'stub'
                OR (processing_status = 'processing' AND processing_started_at < ${new Date(at.getTime() - ClaimTimeoutMs)})
             ORDER BY id LIMIT ${limit} FOR UPDATE SKIP LOCKED)
+            -- The claim's commit does not wait for its WAL flush (see claimRows).
+            AND (SELECT set_config('synchronous_commit', 'off', true)) = 'off'
           RETURNING id, processing_attempts, account_id, alias_id, source, received_at, size_bytes,
                     client_address, client_helo, envelope_from)
         SELECT c.id, c.processing_attempts, c.account_id, c.alias_id, al.local_part, d.name AS domain, al.label,
@@ -321,15 +331,15 @@ export class MailQueue extends Context.Service<MailQueue, {
           SELECT count(*)::int AS n FROM orphaned`
       })(undefined)
       const n = rows[0]?.n ?? 0
-      if (n > 0) yield* sql`SELECT pg_notify(${PipelineChannel}, '')`
+      if (n > 0) yield* pipelineWakeups.queued
       return n
     }).pipe(Effect.orDie)
 
-    const wakeups = pg.listen(PipelineChannel).pipe(Effect.orDie)
+    const wakeups = pipelineWakeups.wakeups
 
     return MailQueue.of({ claim, claimUpTo, readRaw, fail, store, takeOver, wakeups })
   }))
 
-  /** With its own BlobStore, SearchIndex and Entitlements. */
-  static readonly layer = MailQueue.layerNoDeps.pipe(Layer.provide([BlobStore.layer, SearchIndex.layer, Entitlements.layer]))
+  /** With its own BlobStore, SearchIndex and Entitlements, and the process's PipelineWakeups. */
+  static readonly layer = MailQueue.layerNoDeps.pipe(Layer.provide([BlobStore.layer, SearchIndex.layer, Entitlements.layer, PipelineWakeups.layer]))
 }

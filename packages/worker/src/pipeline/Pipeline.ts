@@ -4,8 +4,9 @@
  * Each worker process keeps up to `InFlight` messages in work at once (claimed and not yet
  * stored), processed concurrently so DNS waits overlap. It claims `stub` rows (and `processing`
  * rows whose worker vanished) with FOR UPDATE SKIP LOCKED, `ClaimBatchSize` at a time, as soon as
- * that many places are free, woken by LISTEN/NOTIFY from the accepting transaction and by a
- * one-second poll as a floor. Each message frees its place the moment it is stored, so a new
+ * that many places are free, woken after the accepting commit (PipelineWakeups: in memory when
+ * this process accepted it, by LISTEN/NOTIFY when another did) and by a one-second poll as a
+ * floor, which bounds what a lost wake-up costs. Each message frees its place the moment it is stored, so a new
  * message waits for a free place, not for the slowest message claimed with it (which is what
  * fixed loops of batches did: bench:pipeline at 500 msg/s queued there). Four claimers claim
  * side by side, each taking its batch's room before its round trip. The claim returns what
@@ -32,6 +33,7 @@ import {
   type NewEvent,
   now,
   phaseClock,
+  PollEvery,
   type ProcessedMessage,
   stampPhase
 } from "@burnbox/store"
@@ -68,6 +70,14 @@ export const workPermits = (sizeBytes: number, budgetKiB: number = WorkBudgetKiB
 /** A store transaction takes at most this many messages, and this many raw bytes' worth of them. */
 const StoreBatchMessages = 64
 const StoreBatchBytes = 4 * 1024 * 1024
+/**
+ * Stores in flight at once: a result that comes while one store commits is sent beside it rather
+ * than waiting for it (bench:wait: at 200 msg/s, waiting for the one store in flight was a fifth of
+ * a message's way to `processed`). Concurrent stores touch different messages; the rare rows they
+ * share (an account's mailbox counts, when rules trash or archive) can deadlock them, and a
+ * batch that fails is stored again message by message.
+ */
+const StoreWriters = 2
 /** A message larger than this is stored in a transaction of its own, not queued for the group commit. */
 const StoreAloneBytes = 256 * 1024
 
@@ -114,9 +124,10 @@ export class Pipeline {
     const config = yield* BurnboxConfig
 
     // -- group commit ---------------------------------------------------------------------------
-    // Whoever brings a result while no store runs writes it, and then whatever queued meanwhile.
+    // Whoever brings a result while fewer than StoreWriters stores run writes it, and then
+    // whatever queued meanwhile.
     const queued: Array<{ readonly ready: ProcessedMessage; readonly done: Deferred.Deferred<void> }> = []
-    let writing = false
+    let writers = 0
     const takeBatch = () => {
       let bytes = 0
       let n = 0
@@ -131,7 +142,7 @@ export class Pipeline {
       for (;;) {
         // Checked and released in one step, so nothing can be queued unseen in between.
         if (queued.length === 0) {
-          writing = false
+          writers--
           return
         }
         const batch = takeBatch()
@@ -151,11 +162,11 @@ export class Pipeline {
       ready.message.sizeBytes > StoreAloneBytes ? queue.store([ready]) : Effect.gen(function*() {
         const done = yield* Deferred.make<void>()
         queued.push({ ready, done })
-        if (!writing) {
-          writing = true
+        if (writers < StoreWriters) {
+          writers++
           // If the writer is interrupted, the next result to arrive writes what is left.
           yield* writeQueued.pipe(Effect.onInterrupt(() => Effect.sync(() => {
-            writing = false
+            writers--
           })))
         }
         yield* Deferred.await(done)
@@ -218,7 +229,8 @@ export const PipelineLive = Layer.effectDiscard(Effect.gen(function*() {
   const queue = yield* MailQueue
   const pipeline = yield* Pipeline.make
   const wakeups = yield* queue.wakeups
-  const waitForWork = Effect.race(Queue.take(wakeups).pipe(Effect.ignore), Effect.sleep("1 second"))
+  // A wake-up, or the poll: what a lost wake-up (PipelineWakeups) costs at most.
+  const waitForWork = Effect.race(Queue.take(wakeups).pipe(Effect.ignore), Effect.sleep(PollEvery))
   const working = yield* FiberSet.make()
   let inFlight = 0
   /** Completed when a place frees while a claimer waits for room. */
