@@ -287,7 +287,8 @@ export class Mailstore extends Context.Service<Mailstore, {
     /**
      * The whole batch in one statement: it locks the batch's accounts (in id order, before
      * anything else), draws the ids, inserts every message row and raw copy, updates the
-     * counters once per alias and per account, and notifies the pipeline. It answers the locked
+     * counters once per alias and per account (the pipeline hears of it after the commit:
+     * `runBatch`, PipelineWakeups). It answers the locked
      * accounts as they were before the batch, and this checks, before the transaction can
      * commit, that each plan is the one the statement assumed and that nothing needed eviction
      * or was over a quota; if not, the transaction rolls back (NotSetBased).
