@@ -274,11 +274,11 @@ export class Mailstore extends Context.Service<Mailstore, {
     /**
      * The whole batch in one statement, locking no account or alias row (issue 36 item 2): it
      * takes each account's bytes off the lane's quota lease, draws the ids, inserts every message
-     * row and raw copy (the counters follow as deltas, migration 0029's trigger), and notifies the
-     * pipeline. It answers the accounts' plans as it read them and the leases it spent, and this
-     * checks, before the transaction can commit, that each plan is the one the statement assumed
-     * and that every account's lease covered its bytes; if not, the transaction rolls back
-     * (NotSetBased).
+     * row and raw copy (the counters follow as deltas, migration 0029's trigger); the pipeline
+     * hears of it after the commit (`runBatch`, PipelineWakeups). It answers the accounts' plans
+     * as it read them and the leases it spent, and this checks, before the transaction can
+     * commit, that each plan is the one the statement assumed and that every account's lease
+     * covered its bytes; if not, the transaction rolls back (NotSetBased).
      */
     const acceptSet = (lane: LaneLeases, batch: ReadonlyArray<Pending>, accountIds: ReadonlyArray<number>, wants: ReadonlyMap<number, number>, at: Date) =>
       Effect.gen(function*() {
