@@ -36,7 +36,9 @@ export class PipelineWakeups extends Context.Service<PipelineWakeups, {
     // One NOTIFY at a time; commits meanwhile ask for one more (a queue of at most one request).
     const requested = yield* Queue.sliding<void>(1)
     yield* Queue.take(requested).pipe(
-      Effect.andThen(sql`SELECT pg_notify(${PipelineChannel}, ${tag})`),
+      // Its own transaction commits without waiting for its flush (nothing in it needs one): the
+      // notification lock it takes is held for microseconds, not through an fsync.
+      Effect.andThen(sql`SELECT pg_notify(${PipelineChannel}, ${tag}) FROM set_config('synchronous_commit', 'off', true)`),
       Effect.catchCause((cause) => Effect.logWarning("pipeline: a wake-up NOTIFY failed (other processes' claimers poll)", cause)),
       Effect.forever,
       Effect.forkScoped
