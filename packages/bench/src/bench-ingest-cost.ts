@@ -10,7 +10,8 @@
  *
  * Usage: pnpm bench:ingest-cost
  * Environment: COST_MESSAGES (20000), COST_SESSIONS (16), COST_SIZE (smtp-source -l, 5000), COST_GENERATOR
- * (`node`: this script's own SMTP client even where smtp-source is installed; it is used without Postfix).
+ * (`node`: this script's own SMTP client even where smtp-source is installed; it is used without Postfix),
+ * COST_MAX_WAL_MB (PostgreSQL's max_wal_size in MB, min_wal_size a quarter of it; unset: the cluster's own).
  */
 import { execFileSync } from "node:child_process"
 import { readdirSync, readFileSync } from "node:fs"
@@ -101,6 +102,11 @@ const main = async (): Promise<number> => {
   const setup = await burnbox.db()
   await setup.query("ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'")
   await setup.query("ALTER SYSTEM SET pg_stat_statements.track = 'all'")
+  const maxWalMb = process.env["COST_MAX_WAL_MB"] === undefined ? undefined : envInt("COST_MAX_WAL_MB", 1024, 32)
+  if (maxWalMb !== undefined) {
+    await setup.query(`ALTER SYSTEM SET max_wal_size = '${maxWalMb}MB'`)
+    await setup.query(`ALTER SYSTEM SET min_wal_size = '${Math.max(32, Math.floor(maxWalMb / 4))}MB'`)
+  }
   await burnbox.closeDb(setup)
   await burnbox.stop()
   await burnbox.start()
