@@ -10,7 +10,8 @@
  *
  * Usage: pnpm bench:ingest-cost
  * Environment: COST_MESSAGES (20000), COST_SESSIONS (16), COST_SIZE (smtp-source -l, 5000), COST_GENERATOR
- * (`node`: this script's own SMTP client even where smtp-source is installed; it is used without Postfix).
+ * (`node`: this script's own SMTP client even where smtp-source is installed; it is used without Postfix),
+ * COST_MAX_WAL_MB (PostgreSQL's max_wal_size in MB, min_wal_size a quarter of it; unset: the cluster's own).
  */
 import { execFileSync } from "node:child_process"
 import { readdirSync, readFileSync } from "node:fs"
@@ -87,7 +88,12 @@ const main = async (): Promise<number> => {
   const tools = { smtpSource: process.env["COST_GENERATOR"] === "node" ? undefined : found }
   const generator = tools.smtpSource === undefined ? "this script's SMTP client" : "smtp-source -d"
   const burnbox = await Burnbox.create(session, { logName: "ingest-cost" })
-  const db = await burnbox.startWithStatementStats()
+  // COST_MAX_WAL_MB: PostgreSQL's max_wal_size for the run (min_wal_size a quarter of it, at least 32 MB).
+  const maxWalMb = process.env["COST_MAX_WAL_MB"] === undefined ? undefined : envInt("COST_MAX_WAL_MB", 1024, 32)
+  const db = await burnbox.startWithStatementStats(undefined, "all", maxWalMb === undefined ? {} : {
+    max_wal_size: `${maxWalMb}MB`,
+    min_wal_size: `${Math.max(32, Math.floor(maxWalMb / 4))}MB`
+  })
   const version = (await db.query<{ v: string }>("SELECT current_setting('server_version') AS v")).rows[0]!.v
   const settings = (await db.query<{ name: string; setting: string }>(
     "SELECT name, setting || coalesce(unit, '') AS setting FROM pg_settings WHERE name IN ('synchronous_commit', 'fsync', 'wal_compression', 'full_page_writes', 'default_toast_compression', 'max_wal_size', 'min_wal_size')"

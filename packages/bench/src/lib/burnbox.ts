@@ -256,12 +256,14 @@ export class Burnbox {
    * PostgreSQL's start: set, then the service started again) and answers a client with the
    * extension created, to read `statementStats` from. `track`: "all" counts the statements that
    * functions and triggers (foreign keys' checks too) run as well; "top" only what clients sent.
+   * `settings`: more PostgreSQL settings for the run (name -> value), set at the same restart.
    */
-  async startWithStatementStats(command?: string, track: "all" | "top" = "all"): Promise<PgClient> {
+  async startWithStatementStats(command?: string, track: "all" | "top" = "all", settings: Readonly<Record<string, string>> = {}): Promise<PgClient> {
     await this.start(command)
     const setup = await this.db()
     await setup.query("ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'")
     await setup.query(`ALTER SYSTEM SET pg_stat_statements.track = '${track}'`)
+    for (const [name, value] of Object.entries(settings)) await setup.query(`ALTER SYSTEM SET ${name} = '${value}'`)
     await this.closeDb(setup)
     await this.stop()
     await this.start(command)
