@@ -3,7 +3,7 @@
  * (the node generator, 50 connections, 5 KB) on `burnbox start`, alternating the two targets
  * BENCH_ROUNDS times, with the load average, PostgreSQL's waits and deadlocks beside each figure.
  *
- * Usage: node packages/bench/src/bench-accounts.ts (BENCH_SECONDS 8, BENCH_ROUNDS 3, BENCH_CONNECTIONS 50;
+ * Usage: ./pnpmw bench:accounts (BENCH_SECONDS 8, BENCH_ROUNDS 3, BENCH_CONNECTIONS 50;
  * BENCH_BURNBOX_ROOT runs another tree, e.g. the one before a change, for alternating runs)
  */
 import { Burnbox, sampleWaits, Session, waitsByStatementText, waitsText } from "./lib/burnbox.ts"
