@@ -44,7 +44,7 @@
  * BURNBOX_MAIL_WORK_SPARE_THREADS and BURNBOX_MAIL_WORK_NICE.
  */
 import { readFileSync } from "node:fs"
-import { availableParallelism, setPriority } from "node:os"
+import { availableParallelism, getPriority, setPriority } from "node:os"
 import { Worker } from "node:worker_threads"
 import { Config, Context, Duration, Effect, Layer, Schema } from "effect"
 import { DnsResolver } from "./MailAuth.ts"
@@ -114,6 +114,16 @@ const MaxBatch = 8
 const WallTimeFactor = 3
 
 /** CPU time (user + system) a thread has used, ms, from /proc (Linux); null where it cannot be read. */
+/** A thread's nice value (0 where it cannot be read). */
+const niceOf = (tid: number | null): number => {
+  if (tid === null) return 0
+  try {
+    return getPriority(tid)
+  } catch {
+    return 0
+  }
+}
+
 const threadCpuMs = (tid: number | null): number | null => {
   if (tid === null) return null
   try {
@@ -150,6 +160,8 @@ interface Thread {
   tid: number | null
   /** Running at `nice` for a long message. */
   lowered: boolean
+  /** The nice value it started with, inherited from the thread that started it (`burnbox start`'s ingest-and-worker thread runs at 10). */
+  baseNice: number
   ready: boolean
   /** Ended, or being ended: it takes nothing more. */
   retired: boolean
@@ -220,6 +232,7 @@ const make = (limits: MailWorkLimits) =>
           withdrawn,
           tid: null,
           lowered: false,
+          baseNice: 0,
           ready: false,
           retired: false,
           lastSeq: 0,
@@ -237,6 +250,7 @@ const make = (limits: MailWorkLimits) =>
               starting--
               thread.ready = true
               thread.tid = message.tid
+              thread.baseNice = niceOf(message.tid)
               ready()
               return idleAgain(thread)
             case "done":
@@ -298,13 +312,13 @@ const make = (limits: MailWorkLimits) =>
       )
     }
 
-    /** A thread with nothing to do: back among the idle ones (at the process's priority), and the next messages handed over. */
+    /** A thread with nothing to do: back among the idle ones (at the priority it started with), and the next messages handed over. */
     const idleAgain = (thread: Thread) => {
       givePlaceBack(thread)
       // A process may not be allowed to raise a thread's priority again (CAP_SYS_NICE): then the
       // thread is replaced instead.
       // Spare threads started for long messages are ended again once enough are idle.
-      if ((thread.lowered && !renice(thread, 0)) || idle.length >= keptIdle) end(thread)
+      if ((thread.lowered && !renice(thread, thread.baseNice)) || idle.length >= keptIdle) end(thread)
       else {
         thread.lowered = false
         idle.push(thread)
@@ -363,7 +377,7 @@ const make = (limits: MailWorkLimits) =>
         freeLanes++
         thread.place = "spare"
       }
-      if (limits.nice > 0 && renice(thread, limits.nice)) thread.lowered = true
+      if (limits.nice > thread.baseNice && renice(thread, limits.nice)) thread.lowered = true
       pump()
     }
 
