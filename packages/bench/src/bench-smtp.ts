@@ -41,7 +41,8 @@
  * SMTP_SIZE (bytes per message, 5150: smtp-source -l 5000 with its headers), SMTP_ACCOUNTS (10),
  * SMTP_ALIASES (100), SMTP_READ_RATE (10 a second each), SMTP_DISK_MESSAGES (5000; 0 skips),
  * SMTP_DRAIN_SECONDS (120), SMTP_GENERATORS ("smtp-source,node"), SMTP_TARGETS (all: "sink,bare,
- * haraka-discard,haraka-file,haraka-fsync,maildev,ingest,start"), SMTP_INSTALL (1), BENCH_LOG_DIR.
+ * haraka-discard,haraka-file,haraka-fsync,maildev,ingest,start"), SMTP_INSTALL (1), SMTP_HARAKA_NODELAY
+ * (1: TCP_NODELAY on Haraka's sockets, see lib/haraka.ts), BENCH_LOG_DIR.
  */
 import type { ChildProcess } from "node:child_process"
 import { availableParallelism, cpus } from "node:os"
