@@ -81,9 +81,7 @@ export interface Harness {
   /** The worker's periodic work, run once at the harness clock's time. */
   readonly worker: {
     readonly runTimers: () => Promise<{ burned: number; notified: number }>
-    /** The timers job's fold of the rules step's unread corrections into the aliases rows; answers the rows folded. */
-    readonly foldUnread: () => Promise<number>
-    /** The fold of the mail counters' deltas into their rows (store messages/MailCounts.ts); answers the deltas folded. */
+    /** The fold of the mail counters' deltas (ingest's and the rules step's unread corrections) into their rows (store messages/MailCounts.ts); answers the deltas folded. */
     readonly foldCounts: () => Promise<number>
     readonly sweepReservations: () => Promise<number>
     readonly reconcilePlan: (accountId: number) => Promise<{ paused: number; resumed: number }>
@@ -287,7 +285,6 @@ export const startHarness = async (
     cli,
     worker: {
       runTimers: () => runInHarness(aliases.runTimers),
-      foldUnread: () => runInHarness(aliases.foldUnread),
       foldCounts: () => runInHarness(mailstore.foldCounts),
       sweepReservations: () => runInHarness(aliases.sweepReservations),
       reconcilePlan: (accountId) => runInHarness(aliases.reconcilePlan(accountId)),

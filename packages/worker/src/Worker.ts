@@ -52,16 +52,15 @@ export const maintenance = Effect.gen(function*() {
 })
 
 /**
- * Alias timers, then the rules step's unread corrections folded into the aliases rows
- * (aliases/UnreadCount.ts), and the mail counters' deltas any ingest left (messages/MailCounts.ts).
+ * Alias timers, then the mail counters' deltas folded into their rows (messages/MailCounts.ts):
+ * what ingest's own fold left, and the rules step's unread corrections.
  */
 export const timers = Effect.gen(function*() {
   const aliases = yield* Aliases
   const mailstore = yield* Mailstore
   const fired = yield* aliases.runTimers
-  const unreadFolded = yield* aliases.foldUnread
   const countsFolded = yield* mailstore.foldCounts
-  return { ...fired, unreadFolded, countsFolded }
+  return { ...fired, countsFolded }
 })
 
 /** The scheduled work: the queues' handlers in this process, and their schedules (once across every process). */

@@ -35,8 +35,7 @@ import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient, SqlSchema, type Statement } from "effect/sql"
 import { ownsActiveDesk } from "../desks/Desks.ts"
 import { DomainRow } from "../domains/Domains.ts"
-import { foldUnreadDeltas, unreadCountOf } from "./UnreadCount.ts"
-import { aliasLastReceivedOf, aliasReceivedCountOf, aliasStorageUsedOf } from "../messages/MailCounts.ts"
+import { aliasLastReceivedOf, aliasReceivedCountOf, aliasStorageUsedOf, aliasUnreadCountOf } from "../messages/MailCounts.ts"
 import { accountLockSpace, lockAccountFor } from "../platform/AccountLocks.ts"
 import { Keyring, randomSecret } from "../platform/Keyring.ts"
 import { CountRow, decodeRows, IdRow } from "../platform/Rows.ts"
@@ -223,8 +222,6 @@ export class Aliases extends Context.Service<Aliases, {
   readonly reconcilePlan: (accountId: number) => Effect.Effect<{ paused: number; resumed: number }>
   /** Deletes reserved candidates of ended or expired reservations. */
   readonly sweepReservations: Effect.Effect<number>
-  /** Folds the rules step's unread corrections into the aliases rows (UnreadCount.ts); answers the rows folded. */
-  readonly foldUnread: Effect.Effect<number>
 }>()("burnbox/Aliases") {
   static readonly layer = Layer.effect(Aliases, Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
@@ -237,7 +234,7 @@ export class Aliases extends Context.Service<Aliases, {
     /** The columns of AliasRow, of the alias `al`, its domain `d` and its owner `a`. */
     const aliasColumns = sql`
         al.id, al.account_id, al.local_part, al.style, al.status, al.label, al.note, ${aliasReceivedCountOf(sql, "al")} AS received_count,
-        al.rejected_count, ${unreadCountOf(sql, "al")} AS unread_count, ${aliasStorageUsedOf(sql, "al")} AS storage_used_bytes, al.push_enabled,
+        al.rejected_count, ${aliasUnreadCountOf(sql, "al")} AS unread_count, ${aliasStorageUsedOf(sql, "al")} AS storage_used_bytes, al.push_enabled,
         ${aliasLastReceivedOf(sql, "al")} AS last_received_at, al.claimed_at, al.paused_at, al.burned_at, al.plan_paused, al.self_destruct_at,
         al.self_destruct_suspended, al.expiring_notified_at,
         d.id AS domain_id, d.name AS domain_name, d.state AS domain_state, d.tier AS domain_tier,
@@ -873,8 +870,7 @@ export class Aliases extends Context.Service<Aliases, {
       injectableAddress,
       runTimers,
       reconcilePlan,
-      sweepReservations,
-      foldUnread: foldUnreadDeltas(sql)
+      sweepReservations
     })
   }))
 }

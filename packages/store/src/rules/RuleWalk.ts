@@ -11,7 +11,7 @@
  * without rules costs one index probe of `mail_rules_running` per message.
  */
 import type { SqlClient, Statement } from "effect/sql"
-import { unreadDeltasFragment } from "../aliases/UnreadCount.ts"
+import { unreadCorrections } from "../messages/MailCounts.ts"
 
 /**
  * The recordset columns the walk reads of each message `u` (besides the message's own columns,
@@ -105,8 +105,8 @@ export const ruleReturning = (sql: SqlClient.SqlClient, at: Date) =>
  *
  * Pins: the owner's spare pins go to the batch's pinned messages outside the trash in id order,
  * so a batch never passes maxPinned by its own pins; the rest are left unpinned (a pin in the
- * trash does not count, as for a reader's pin). The unread count is appended as a correction
- * (aliases/UnreadCount.ts), not written on the aliases row ingest updates for every batch.
+ * trash does not count, as for a reader's pin). The unread count is appended as a correction to
+ * the mail counters' deltas (messages/MailCounts.ts), not written on the aliases row.
  */
 export const ruleMarks = (sql: SqlClient.SqlClient, stored: string) =>
   sql`
@@ -129,8 +129,8 @@ export const ruleMarks = (sql: SqlClient.SqlClient, stored: string) =>
       WHERE s.rule_tag_ids IS NOT NULL
       ON CONFLICT DO NOTHING),
     rule_read_counts AS (
-      SELECT s.alias_id, count(*)::int AS n FROM ${sql(stored)} s
+      SELECT s.account_id, s.alias_id, count(*)::int AS n FROM ${sql(stored)} s
       WHERE (s.rule_read OR s.rule_trashed)
         AND NOT EXISTS (SELECT 1 FROM message_states o WHERE o.message_id = s.id AND o.account_id = s.account_id AND o.is_read)
-      GROUP BY s.alias_id),
-    rule_unread AS (${unreadDeltasFragment(sql, "rule_read_counts")})`
+      GROUP BY s.account_id, s.alias_id),
+    rule_unread AS (${unreadCorrections(sql, "rule_read_counts")})`
