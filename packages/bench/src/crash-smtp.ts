@@ -26,8 +26,11 @@
  *    most the bodies without a reply), stored twice, processed / failed / unprocessed after the
  *    restart, message.received events per message (exactly one each: a crash repeats nothing),
  *    and reads every acknowledged message back over the API (processed, with its code); and
- *    checks every account's and alias's counters (storage, received, mailbox count: row plus
- *    the deltas not folded yet) against a recount of the stored mail (must all be equal).
+ *    checks every account's and alias's counters (storage, received, mailbox count, and the
+ *    alias's unread count where the tree keeps it with the deltas (migration 0034): row plus the
+ *    deltas not folded yet) against a recount of the stored mail (must all be equal). Two mail
+ *    rules of the account read (subject with "3)") and trash (with "7)") a tenth of the mail each,
+ *    so the rules step's unread corrections are under the crash too.
  *
  * Environment: CRASH_ROUNDS (2), CRASH_AFTER_MS (3000), CRASH_CONNECTIONS (50), BENCH_LOG_DIR.
  */
@@ -74,12 +77,21 @@ interface Round {
 
 /**
  * Accounts and aliases whose counters differ from their stored mail counted (storage bytes;
- * received messages and the mailbox count, as nothing is deleted here): each counter is its row
- * plus its deltas not folded yet (migration 0029), where the tree has them.
+ * received messages and the mailbox count, as nothing is deleted here; the owner's unread mail
+ * outside the trash): each counter is its row plus its deltas not folded yet (migration 0029,
+ * the unread count's with 0034), where the tree has them.
  */
 const countersOff = async (db: PgClient): Promise<number> => {
-  const deltas = (await db.query<{ has: boolean }>("SELECT to_regclass('mail_count_deltas') IS NOT NULL AS has")).rows[0]!.has
+  const [has] = (await db.query<{ deltas: boolean; unread: boolean }>(
+    `SELECT to_regclass('mail_count_deltas') IS NOT NULL AS deltas,
+            EXISTS (SELECT 1 FROM information_schema.columns WHERE table_name = 'mail_count_deltas' AND column_name = 'unread') AS unread`
+  )).rows
+  const deltas = has!.deltas
   const plus = (column: string, key: string, id: string) => deltas ? `+ coalesce((SELECT sum(${column}) FROM mail_count_deltas d WHERE d.${key} = ${id}), 0)` : ""
+  const unreadOff = has!.unread
+    ? `OR al.unread_count ${plus("d.unread", "alias_id", "al.id")} <> (SELECT count(*) FROM messages m WHERE m.alias_id = al.id AND m.trashed_at IS NULL
+         AND NOT EXISTS (SELECT 1 FROM message_states s WHERE s.message_id = m.id AND s.account_id = m.account_id AND s.is_read))`
+    : ""
   const [row] = (await db.query<{ n: string }>(`
     SELECT (SELECT count(*) FROM accounts a
             WHERE a.storage_used_bytes ${plus("d.bytes", "account_id", "a.id")} <> (SELECT coalesce(sum(size_bytes), 0) FROM messages m WHERE m.account_id = a.id)
@@ -87,7 +99,8 @@ const countersOff = async (db: PgClient): Promise<number> => {
                   <> (SELECT count(*) FROM messages m WHERE m.account_id = a.id AND m.trashed_at IS NULL))
          + (SELECT count(*) FROM aliases al
             WHERE al.storage_used_bytes ${plus("d.bytes", "alias_id", "al.id")} <> (SELECT coalesce(sum(size_bytes), 0) FROM messages m WHERE m.alias_id = al.id)
-               OR al.received_count ${plus("d.in_mailbox + d.trashed", "alias_id", "al.id")} <> (SELECT count(*) FROM messages m WHERE m.alias_id = al.id)) AS n`)).rows
+               OR al.received_count ${plus("d.in_mailbox + d.trashed", "alias_id", "al.id")} <> (SELECT count(*) FROM messages m WHERE m.alias_id = al.id)
+               ${unreadOff}) AS n`)).rows
   return Number(row!.n)
 }
 
@@ -97,6 +110,10 @@ const main = async (): Promise<number> => {
   await burnbox.start("start")
   const token = await burnbox.setupAccount("crash-smtp@example.com")
   const alias = await burnbox.claimAlias(token)
+  for (const [name, subject, type] of [["read", "3)", "mark_read"], ["trash", "7)", "trash"]] as const) {
+    const rule = await burnbox.api("POST", "/api/v1/rules", token, { name, match: { subject }, actions: [{ type }] })
+    if (rule.status !== 201) throw new Error(`creating the ${name} rule answered ${rule.status}: ${rule.text}`)
+  }
   log(`claimed alias ${alias.address} (id ${alias.id})`)
   let db: PgClient = await burnbox.db()
   const durability = (await db.query<{ name: string; setting: string }>(
