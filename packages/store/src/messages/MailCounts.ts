@@ -4,8 +4,8 @@
  * arrival and its alias_counts. Every insert into `messages` appends what it adds to
  * `mail_count_deltas` (a trigger, without a lock), so batches of one account never wait on these
  * rows; the pipeline's rules step appends there too, its correction of the alias's unread count
- * for mail a rule reads or trashes (`unreadCorrections`), so it never waits for the aliases row
- * ingest's fold updates. A counter is its row plus the sum of its deltas, read in one statement by
+ * for mail a rule reads or trashes (`unreadCorrections`), so it never waits for a writer of the
+ * aliases row. A counter is its row plus the sum of its deltas, read in one statement by
  * the expressions below (the one reader), exact at every moment and after any crash: the deltas
  * commit with what they count. `foldMailCounts` (the one fold) moves the deltas into the rows.
  */
@@ -62,10 +62,10 @@ export const aliasCountsOf = (sql: Sql, aliasIds: ReadonlyArray<number>, column:
 /**
  * Moves the deltas into their rows, in one statement: a delta is deleted and added to its
  * account, mailbox_counts, alias and alias_counts rows at once, so a reader sees it either there
- * or here (a row is written only when its sum is not zero: a rules correction adds to its alias's
- * unread count alone). Only deltas whose rows it could lock without waiting (SKIP LOCKED) are folded; the
- * rest wait for the next fold, so it never waits for, or deadlocks with, any writer of those
- * rows. A delta of an alias that is gone still adds to its account's rows; one of an account that
+ * or here (a row is written only when its sum is not zero: a rules correction adds to its
+ * alias's unread count alone). Only deltas whose rows it could lock without waiting (SKIP LOCKED)
+ * are folded; the rest wait for the next fold, so it never waits for, or deadlocks with, any
+ * writer of those rows. A delta of an alias that is gone still adds to its account's rows; one of an account that
  * is gone is dropped. Answers how many deltas it folded.
  */
 export const foldMailCounts = (sql: Sql) =>
