@@ -121,28 +121,6 @@ layer(Store, { timeout: 120_000 })("SearchIndex", (it) => {
       assert.deepStrictEqual(yield* searchFor(mailbox.accountId, "heron"), { ids: [id], total: 1 })
     }))
 
-  it.effect("words are found whether they wait in the words index's 1 MB pending list or were merged into its tree", () =>
-    Effect.gen(function*() {
-      const sql = yield* SqlClient.SqlClient
-      // Every partition's words indexes keep at most 1 MB of pending entries (migration 0035).
-      const options = yield* sql<{ options: string | null }>`
-        SELECT array_to_string(c.reloptions, ',') AS options FROM pg_inherits h JOIN pg_class c ON c.oid = h.inhrelid
-        WHERE h.inhparent IN ('message_search_words'::regclass, 'message_search_archived_words'::regclass)`
-      assert.strictEqual(options.length, 32)
-      assert.isTrue(options.every((row) => row.options === "gin_pending_list_limit=1024"))
-      // ~60,000 new words (well over 1 MB of pending entries), so the first messages' words are
-      // merged into the tree while the last ones' still wait in the list.
-      const mailbox = yield* seedAlias("search.pending")
-      const ids: Array<number> = []
-      for (let i = 0; i < 30; i++) {
-        ids.push(yield* deliver(mailbox, `batch ${i}`, Array.from({ length: 2_000 }, (_, j) => `pend${i}x${j}`).join(" ")))
-      }
-      assert.deepStrictEqual(yield* searchFor(mailbox.accountId, "pend0x1999"), { ids: [ids[0]!], total: 1 })
-      assert.deepStrictEqual(yield* searchFor(mailbox.accountId, "pend29x0"), { ids: [ids[29]!], total: 1 })
-      assert.deepStrictEqual(yield* searchFor(mailbox.accountId, "pend14x7 pend14x8"), { ids: [ids[14]!], total: 1 })
-      assert.deepStrictEqual(yield* searchFor(mailbox.accountId, "batch"), { ids: ids.toReversed(), total: 30 })
-    }))
-
   it.effect("a mailbox search with a word reads the index; the trash, from:, to:, subject: and only excluded words read messages", () =>
     Effect.gen(function*() {
       const search = yield* SearchIndex
