@@ -14,7 +14,8 @@
  * COST_MAX_WAL_MB (PostgreSQL's max_wal_size in MB, min_wal_size a quarter of it; unset: the cluster's own),
  * COST_BODIES (1: smtp-source's one repeated line; N > 1: N bodies of words drawn at random, the
  * message's own number in each, sent by this script's client: prose-like mail, whose raw bytes,
- * renderings and search words compress as real text does).
+ * renderings and search words compress as real text does), COST_SEARCH (words: GET /messages?q=<words>&limit=50
+ * read 10 times a second during the load, its latency printed; unset: no reads).
  */
 import { execFileSync } from "node:child_process"
 import { readdirSync, readFileSync } from "node:fs"
@@ -22,12 +23,14 @@ import { join } from "node:path"
 import { cpus } from "node:os"
 import { cpuSnapshot, envInt, fmt, loadAverage, table, waitFor } from "./lib/common.ts"
 import { Burnbox, type PgClient, Session, statementStats } from "./lib/burnbox.ts"
+import { type ReadResult, startReader } from "./lib/reader.ts"
 import { findTools, messageFactory, postfixHint, runSmtpLoad, runSmtpSource } from "./lib/smtp.ts"
 
 const messages = envInt("COST_MESSAGES", 20_000, 100)
 const sessions = envInt("COST_SESSIONS", 16, 1)
 const size = envInt("COST_SIZE", 5_000, 100)
 const bodies = envInt("COST_BODIES", 1, 1)
+const searchWords = process.env["COST_SEARCH"]
 
 const session = new Session("bench:ingest-cost")
 const log = session.log
@@ -177,8 +180,14 @@ const main = async (): Promise<number> => {
   const load = `load average ${loadAverage()}`
   log(`loading ${messages} messages of ${size} bytes over ${sessions} sessions (${load})`)
 
+  // COST_SEARCH: a search of the growing mailbox, read from a worker thread on a fixed schedule while the load goes in.
+  const reader = searchWords === undefined ? undefined : startReader({
+    targets: [{ name: "search", url: `${burnbox.baseUrl}/api/v1/messages?limit=50&q=${encodeURIComponent(searchWords)}`, headers: { authorization: `Bearer ${token}` } }],
+    perSecond: 10
+  })
   const cpuStart = cpuSnapshot(burnbox.pid)
   const source = { seconds: await send(messages, sessions) }
+  const searched: ReadonlyArray<ReadResult> = reader === undefined ? [] : await reader.stop()
   const cpuLoaded = cpuSnapshot(burnbox.pid)
   const pgLoaded = postgresCpuSeconds(burnbox.postmasterPid())
   const walLoaded = await walStats(db)
@@ -204,6 +213,10 @@ const main = async (): Promise<number> => {
   const out: Array<string> = []
   out.push(`bench:ingest-cost: ${stored} messages of ${fmt(rawPerMessage)} raw bytes to one alias, ${generator}, ${sessions} sessions; PostgreSQL ${version} (${settings})`)
   out.push(`${load} at the start; ${cpus().length} cores`)
+  for (const r of searched) {
+    out.push(`GET /messages?q=${searchWords}&limit=50 10 times a second during the load: ${r.latency.count} answers, p50 ${fmt(r.latency.p50, 1)} ms, ` +
+      `p99 ${fmt(r.latency.p99, 1)} ms, max ${fmt(r.latency.max, 1)} ms; failures ${r.failures.size === 0 ? "none" : [...r.failures].map(([k, n]) => `${k} x${n}`).join(", ")}`)
+  }
   out.push("")
   out.push(table(["", "load (to the last 250)", "drain (the pipeline's backlog)", "whole"], [
     ["wall s", fmt(source.seconds, 1), fmt(drainSeconds, 1), fmt(source.seconds + drainSeconds, 1)],
