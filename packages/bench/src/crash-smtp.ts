@@ -6,7 +6,9 @@
  *
  * What it does, for CRASH_ROUNDS rounds (default 2) on one data dir:
  * 1. (first round) starts `burnbox start` (API, SMTP ingest, pipeline, embedded PostgreSQL) on
- *    a temp data dir, a pro account with raised limits, a token and a claimed alias;
+ *    a temp data dir, a pro account with raised limits, a token, a claimed alias and a webhook
+ *    endpoint for all its events on a closed loopback port (an event no endpoint receives is
+ *    deleted once dispatched; these stay, with deliveries that keep failing, to be counted);
  * 2. runs SMTP load: 50 connections (one loopback source address each), PIPELINING, closed
  *    loop; every message has a unique Message-ID <crash-r<round>-<seq>@bench.localhost> and a
  *    code; the generator records every 250 with its "stored as <id>" and every body it wrote
@@ -34,6 +36,7 @@
  *
  * Environment: CRASH_ROUNDS (2), CRASH_AFTER_MS (3000), CRASH_CONNECTIONS (50), BENCH_LOG_DIR.
  */
+import { createServer } from "node:net"
 import { availableParallelism, cpus } from "node:os"
 import { zstdDecompressSync } from "node:zlib"
 import { Burnbox, type PgClient, serviceSource, Session } from "./lib/burnbox.ts"
@@ -104,17 +107,35 @@ const countersOff = async (db: PgClient): Promise<number> => {
   return Number(row!.n)
 }
 
+/** A loopback port nothing listens on (taken from the OS, then let go). */
+const closedPort = () =>
+  new Promise<number>((resolve, reject) => {
+    const server = createServer()
+    server.once("error", reject)
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address()
+      const port = typeof address === "object" && address !== null ? address.port : 0
+      server.close(() => resolve(port))
+    })
+  })
+
 const main = async (): Promise<number> => {
-  const burnbox = await Burnbox.create(session, { logName: "crash-smtp" })
+  const burnbox = await Burnbox.create(session, { logName: "crash-smtp", extraEnv: { BURNBOX_WEBHOOK_ALLOW_PRIVATE: "true" } })
   session.afterCleanup(() => burnbox.summarizeLog())
   await burnbox.start("start")
-  const token = await burnbox.setupAccount("crash-smtp@example.com")
+  const token = await burnbox.setupAccount("crash-smtp@example.com", "read,manage-aliases,test,webhooks")
   const alias = await burnbox.claimAlias(token)
   for (const [name, subject, type] of [["read", "3)", "mark_read"], ["trash", "7)", "trash"]] as const) {
     const rule = await burnbox.api("POST", "/api/v1/rules", token, { name, match: { subject }, actions: [{ type }] })
     if (rule.status !== 201) throw new Error(`creating the ${name} rule answered ${rule.status}: ${rule.text}`)
   }
   log(`claimed alias ${alias.address} (id ${alias.id})`)
+  const endpoint = await burnbox.api("POST", "/api/v1/webhooks", token, {
+    name: "crash-smtp",
+    url: `https://127.0.0.1:${await closedPort()}/events`,
+    subscription: { mode: "all" }
+  })
+  if (endpoint.status !== 201 && endpoint.status !== 200) throw new Error(`POST /api/v1/webhooks answered ${endpoint.status}: ${endpoint.text}`)
   let db: PgClient = await burnbox.db()
   const durability = (await db.query<{ name: string; setting: string }>(
     `SELECT name, setting FROM pg_settings WHERE name IN ('fsync', 'synchronous_commit', 'wal_sync_method', 'full_page_writes') ORDER BY name`

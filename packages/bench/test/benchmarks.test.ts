@@ -99,8 +99,8 @@ const benchmarks: ReadonlyArray<Benchmark> = [
   },
   {
     script: "bench:ingest-cost",
-    env: { COST_MESSAGES: "100", COST_SESSIONS: "2", COST_GENERATOR: "node" },
-    table: /^\| statement +\| +calls \| +exec ms\/msg \|/m
+    env: { COST_MESSAGES: "100", COST_SESSIONS: "2", COST_GENERATOR: "node", COST_BODIES: "4", COST_SEARCH: "code" },
+    table: /^GET \/messages\?q=code&limit=50 10 times a second during the load: \d+ answers[^]*^\| statement +\| +calls \| +exec ms\/msg \|[^]*^\| relation +\| +B\/msg \| +x raw \|\n[^]*^\| message_search \(TOAST\) +\| +[\d,]+ \|[^]*^Columns of the load's rows, average stored bytes .*messages\.text_body [\d,]+/m
   },
   {
     script: "bench:read-under-load",

@@ -34,7 +34,7 @@ Usage:
   burnbox admin domain retire NAME
   burnbox admin desk grant|revoke --alias ADDRESS  make an alias a protected desk, or end it (prints the Alias)
   burnbox admin keys rotate  new Ed25519 webhook signing key (the old one stays published 7 days)
-  burnbox admin storage status  how far the conversion of older mail (raw bytes compressed, migration 0028) is (JSON)
+  burnbox admin storage status  how far the conversion of older mail (raw bytes compressed, migration 0028; events no endpoint received deleted, 0035) is (JSON)
   burnbox admin storage compact [--batch N] [--batches N]  convert it while the service runs (resumable)
   burnbox admin clusters [--remove]
                              root's database clusters whose data dir is gone (--remove: delete them)

@@ -13,7 +13,7 @@ let htmlOnly: number
 const htmlOf = new Map<number, string>()
 
 beforeAll(async () => {
-  h = await startHarness({}, undefined, { seed: 7528 })
+  h = await startHarness({ webhookAllowPrivate: true }, undefined, { seed: 7528 })
   owner = await h.signup({ plan: "pro" })
   const alias = await claimAlias(h, { session: owner })
   for (let i = 0; i < 5; i++) {
@@ -111,5 +111,52 @@ describe("the conversion of mail stored before migration 0028", () => {
     // Done: another run changes nothing.
     const again = await h.cli(["admin", "storage", "compact"])
     expect(again.json).toMatchObject({ done: true, rawsCompressed: ids.length })
+  })
+})
+
+describe("the events dispatched before migration 0035", () => {
+  it("that no endpoint received are deleted in resumable batches; those with a delivery or still queued stay, and every answer stays the same", async () => {
+    const endpoint = await h.request("/webhooks", { method: "POST", session: owner, body: { name: "old", url: "https://127.0.0.1:9/hook", subscription: { mode: "all" } } })
+    expect(endpoint.status, endpoint.text).toBe(201)
+    const webhookId = endpoint.body.webhook?.id ?? endpoint.body.id
+    // As dispatch left them before: three events without a delivery, one with, one still queued.
+    const eventIds = [1, 2, 3, 4, 5].map((n) => `evt_${"0".repeat(25)}${n}`)
+    for (const id of eventIds) {
+      await h.query("INSERT INTO events (id, account_id, type, time, data) VALUES ($1, $2, 'alias.claimed', now() - interval '40 days', '{}')", [id, owner.accountId])
+    }
+    await h.query("DELETE FROM events_pending WHERE id = ANY($1::text[])", [eventIds.slice(0, 4)])
+    await h.query(
+      `INSERT INTO webhook_deliveries (webhook_id, account_id, event_id, event_type, payload, next_attempt_at, created_at)
+       VALUES ($1, $2, $3, 'alias.claimed', '\\x7b7d', now(), now())`,
+      [webhookId, owner.accountId, eventIds[3]]
+    )
+    const queuedBefore = await h.query<{ n: number }>("SELECT count(*)::int AS n FROM events_pending")
+    await h.query("UPDATE storage_compaction SET events_up_to = (SELECT max(id) FROM events), events_after_id = '', events_deleted = 0, finished_at = NULL")
+    const deliveries = async () => {
+      const response = await fetch(`${h.baseUrl}/webhooks/${webhookId}/deliveries`, { headers: { cookie: `service_session=${owner.cookie}` } })
+      return `${response.status} ${await response.text()}`
+    }
+    const fresh = [await responses(), await deliveries()]
+    expect(fresh[1]).toMatch(new RegExp(`^200 .*"eventId":"${eventIds[3]}"`))
+    const left = async () => (await h.query<{ id: string }>("SELECT id FROM events WHERE id = ANY($1::text[]) ORDER BY id", [eventIds])).map((r) => r.id)
+
+    const before = await h.cli(["admin", "storage", "status"])
+    expect(before.json).toMatchObject({ done: false, eventsDone: false, eventsAfterId: "", eventsDeleted: 0 })
+
+    // One batch of two events, then stopped.
+    const partly = await h.cli(["admin", "storage", "compact", "--batch", "2", "--batches", "1"])
+    expect(partly.code, partly.stderr).toBe(0)
+    expect(partly.json).toMatchObject({ done: false, eventsDone: false, eventsAfterId: eventIds[1], eventsDeleted: 2, finishedAt: null })
+    expect(await left()).toEqual(eventIds.slice(2))
+    expect([await responses(), await deliveries()]).toEqual(fresh)
+
+    // Resumed where it stopped, to the end.
+    const rest = await h.cli(["admin", "storage", "compact", "--batch", "2"])
+    expect(rest.code, rest.stderr).toBe(0)
+    expect(rest.json).toMatchObject({ done: true, eventsDone: true, eventsDeleted: 3 })
+    expect(rest.json.finishedAt).not.toBeNull()
+    expect(await left()).toEqual([eventIds[3], eventIds[4]])
+    expect(await h.query<{ n: number }>("SELECT count(*)::int AS n FROM events_pending")).toEqual(queuedBefore)
+    expect([await responses(), await deliveries()]).toEqual(fresh)
   })
 })

@@ -89,7 +89,7 @@ const gone: AttemptOutcome = { ok: false, retryable: false, status: 410, errorCo
 const finished = (job: DeliveryJob, outcome: AttemptOutcome, retryInMs: number | null = null): FinishedAttempt => ({ job, outcome, retryInMs })
 
 layer(RepositoryLive, { excludeTestServices: true, timeout: 120_000 })("WebhookDeliveries", (it) => {
-  it.effect("dispatch writes one delivery per selected active endpoint, with the envelope bytes, and marks the events dispatched", () =>
+  it.effect("dispatch writes one delivery per selected active endpoint, with the envelope bytes, marks the events dispatched and deletes those no endpoint receives", () =>
     Effect.gen(function*() {
       const h = yield* fresh
       const deliveries = yield* WebhookDeliveries
@@ -127,12 +127,16 @@ layer(RepositoryLive, { excludeTestServices: true, timeout: 120_000 })("WebhookD
       })
       expect(rows[2]!.payload.equals(rows[1]!.payload)).toBe(true)
 
-      // Every event taken is marked (out of events_pending), those that make no delivery too; the events stay, unchanged.
+      // Every event taken is marked (out of events_pending), those that make no delivery too. Those
+      // with a delivery stay, unchanged; the others (no endpoint of their account, or not dispatchable) are gone.
       const pending = yield* query<{ id: string }>("SELECT id FROM events_pending WHERE id = ANY($1::text[])", [[claimed, code, test, elsewhere]])
       expect(pending).toEqual([])
-      const events = yield* query<{ id: string; dispatched_at: Date | null }>(
-        "SELECT id, dispatched_at FROM events WHERE id = ANY($1::text[]) ORDER BY id", [[claimed, code, test, elsewhere]])
-      expect(events.map((e) => e.dispatched_at)).toEqual([null, null, null, null])
+      const events = yield* query<{ id: string; dispatched_at: Date | null; data: unknown }>(
+        "SELECT id, dispatched_at, data FROM events WHERE id = ANY($1::text[]) ORDER BY id", [[claimed, code, test, elsewhere]])
+      expect(events).toEqual([
+        { id: claimed, dispatched_at: null, data: { alias: { id: 1, address: "a@burnbox.test", label: null } } },
+        { id: code, dispatched_at: null, data: { message_id: 1, otp: "123456" } }
+      ].sort((a, b) => a.id < b.id ? -1 : 1))
       assert.strictEqual(yield* deliveries.dispatchBatch(500), 0)
     }))
 

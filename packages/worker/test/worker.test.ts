@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 
 let h: Harness
 beforeAll(async () => {
-  h = await startHarness()
+  h = await startHarness({ webhookAllowPrivate: true })
 })
 afterAll(() => h.close())
 
@@ -44,6 +44,10 @@ describe("burnbox worker", () => {
     const candidate = reservation.body.candidates[0]
     const claimed = await h.request("/aliases", { method: "POST", token, body: { aliasId: candidate.id, reservationToken: reservation.body.reservationToken } })
     expect(claimed.status).toBe(201)
+    // An endpoint for the account's events: dispatch deletes an event no endpoint receives, and
+    // keeps these (their deliveries to a closed port fail, which is not what this test is about).
+    const endpoint = await h.request("/webhooks", { method: "POST", session, body: { name: "events", url: "https://127.0.0.1:9/hook", subscription: { mode: "all" } } })
+    expect(endpoint.status, endpoint.text).toBe(201)
     // The deadline passed an hour ago (real time: the worker reads the real clock).
     await h.query("UPDATE aliases SET self_destruct_at = now() - interval '1 hour' WHERE id = $1", [candidate.id])
     const stop = await startWorker()

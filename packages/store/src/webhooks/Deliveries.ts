@@ -6,7 +6,7 @@
  * - `dispatchBatch`: undispatched outbox events are taken with FOR UPDATE SKIP LOCKED; each
  *   becomes one `webhook_deliveries` row per selected active endpoint (domain's
  *   `webhooks/dispatch.ts` selects and builds the payloads), holding the exact body bytes, in the
- *   transaction that marks the events dispatched.
+ *   transaction that marks the events dispatched; an event with no delivery is deleted there.
  * - `claim`: due rows become `delivering` with a lease; a row whose lease ran out belongs to a
  *   worker that died and is claimed again, so a crash loses no event.
  * - `record`: the outcomes of a batch, with the endpoints' counters, and the three-day disable
@@ -275,15 +275,17 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
      * One delivery row per (event, selected endpoint), for a batch of events: the endpoints of
      * every account in the batch, the tags of every message and (for endpoints that asked for
      * it) the text bodies are each read with one query, and the rows written with one insert.
+     * Answers the ids of the events that have a delivery.
      */
     const dispatchEvents = Effect.fn("WebhookDeliveries.dispatchEvents")(function*(events: ReadonlyArray<OutboxEvent>) {
-      if (events.length === 0) return 0
+      const none: ReadonlySet<string> = new Set()
+      if (events.length === 0) return none
       const aliasIds = [...new Set(events.flatMap((e) => e.aliasId === null ? [] : [e.aliasId]))]
       const guests = aliasIds.length > 0 ? yield* mailboxGuests(aliasIds) : []
       const revoked = guests.length > 0 ? yield* revokedEndpoints(aliasIds) : []
       const accountIds = [...new Set([...eventAccounts(events), ...guests.map((g) => g.guestId)])]
       const endpoints = yield* activeEndpoints(accountIds)
-      if (endpoints.length === 0) return 0
+      if (endpoints.length === 0) return none
       const tagged = messagesToTag(events, endpoints, guests)
       const tags = tagged.length > 0 ? yield* messageTags(tagged) : []
       const selections = selectEndpoints(events, endpoints, tags, guests, revoked)
@@ -303,13 +305,18 @@ export class WebhookDeliveries extends Context.Service<WebhookDeliveries, {
         const [first, ...rest] = rows.slice(i, i + 4_000)
         yield* sql`INSERT INTO webhook_deliveries ${sql.insert([first!, ...rest])} ON CONFLICT (webhook_id, event_id) DO NOTHING`
       }
-      return rows.length
+      return new Set(rows.map((row) => row.event_id))
     })
 
     const dispatchBatch = Effect.fn("WebhookDeliveries.dispatchBatch")(function*(limit: number) {
       return yield* sql.withTransaction(Effect.gen(function*() {
         const taken = yield* takeEvents({ limit })
-        yield* dispatchEvents(dispatchable(taken))
+        const delivered = yield* dispatchEvents(dispatchable(taken))
+        // An event no endpoint receives is read by nothing once dispatched (its deliveries carry
+        // their own payload; sharing revocations read the events of pending deliveries): it goes,
+        // ~1.5 KB of disk a message (issue #36), rather than staying past its mail's retention.
+        const unread = taken.flatMap((event) => delivered.has(event.id) ? [] : [event.id])
+        if (unread.length > 0) yield* sql`DELETE FROM events WHERE id = ANY(${unread}::text[])`
         return taken.length
       }))
     }, Effect.orDie)
