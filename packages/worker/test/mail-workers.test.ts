@@ -6,12 +6,13 @@
  * judged by order (which task settled first) and by the places the pool says are taken, never by
  * a stopwatch: the figures are bench:hostile's and bench:hop's.
  */
-import { generateKeyPairSync } from "node:crypto"
+import { generateKeyPairSync, randomBytes } from "node:crypto"
 import { existsSync, readdirSync, readFileSync } from "node:fs"
+import { zstdCompressSync } from "node:zlib"
 import { analyzeMessage, parseMessage, type StoredColumns, storedColumns, workedMail } from "@burnbox/domain/mail/index"
 import { hostileMails, inlineWorstCases, manyLinks } from "@burnbox/testkit"
 import { authenticateBeside, authenticateMail, DnsResolver, MailTooComplex, type MailWorkBusy, MailWorkers, type MailWorkLimits } from "@burnbox/worker"
-import { InlineLimits, workableInline } from "@burnbox/worker/pipeline/MailWork"
+import { freeBytes, inflateExact, InlineLimits, workableInline } from "@burnbox/worker/pipeline/MailWork"
 import { Effect, Fiber, Layer } from "effect"
 import { dkimSign } from "mailauth"
 import { describe, expect, it } from "vitest"
@@ -125,6 +126,54 @@ describe("MailWorkers", () => {
     expect(Object.getPrototypeOf(columns.headers)).toBe(Object.prototype)
     expect(columns.headers["__proto__"]).toBe("not a prototype")
     expect(result.dkim).toBeNull()
+  })
+
+  it("works a big message given as stored (zstd, inflated in the thread) exactly as its bytes in-process, and signed mail's DKIM reads it whole", async () => {
+    // A 3 MB attachment (over the size from which bytes are freed at once) and a signed body.
+    const bytes = randomBytes(3 * 1024 * 1024)
+    const message = crlf([
+      "From: News <news@signer.test>", "To: <someone@burnbox.test>", "Subject: Your code is 482913", "MIME-Version: 1.0",
+      `Content-Type: multipart/mixed; boundary="b"`, "", "--b", "Content-Type: text/plain; charset=utf-8", "", "Your code is 482913.",
+      "--b", "Content-Type: application/octet-stream", `Content-Disposition: attachment; filename="big.bin"`,
+      "Content-Transfer-Encoding: base64", "", bytes.toString("base64").replace(/.{76}/g, "$&\n"), "--b--", ""
+    ].join("\n"))
+    const key = { signingDomain: "signer.test", selector: "mail", privateKey: privateKey.export({ type: "pkcs8", format: "pem" }).toString() }
+    const raw = Buffer.concat([Buffer.from((await dkimSign(message, { ...key, signatureData: [key] })).signatures), message])
+    const inProcess = await parseMessage(raw)
+    if (!inProcess.ok) throw new Error(inProcess.detail)
+    const expected = workedMail(inProcess.message, analyzeMessage(inProcess.message))
+    const result = await withWorkers(Effect.gen(function*() {
+      const workers = yield* MailWorkers
+      return yield* workers.process({ raw: zstdCompressSync(raw), inflateTo: raw.byteLength, dkim: { sender: envelope.sender } })
+    }))
+    if (!result.ok) throw new Error(result.detail)
+    expect(Buffer.from(result.mail.attachments[0]!.content).equals(bytes)).toBe(true)
+    expect(Buffer.from(result.mail.columns).equals(Buffer.from(expected.columns))).toBe(true)
+    expect(result.dkim).toMatchObject({ ok: true, signatures: [{ signingDomain: "signer.test", result: "pass" }] })
+    // The parser's input was not changed by the work.
+    expect((await parseMessage(raw)).ok).toBe(true)
+  })
+
+  it("inflates to exactly the size asked, as an array that is the whole of its buffer; another size still comes out right", () => {
+    const raw = Buffer.from("a line of mail text\r\n".repeat(100_000))
+    const exact = inflateExact(zstdCompressSync(raw), raw.byteLength)
+    expect(Buffer.from(exact).equals(raw)).toBe(true)
+    expect(exact.byteOffset === 0 && exact.buffer.byteLength === raw.byteLength).toBe(true)
+    expect(Buffer.from(inflateExact(zstdCompressSync(raw), 1000)).equals(raw)).toBe(true)
+    expect(Buffer.from(inflateExact(zstdCompressSync(raw), raw.byteLength * 2)).equals(raw)).toBe(true)
+  })
+
+  it("frees a big array that is the whole of its buffer at once, and leaves small ones and views of a larger buffer alone", () => {
+    const big = new Uint8Array(2 * 1024 * 1024)
+    freeBytes(big)
+    expect(big.buffer.detached).toBe(true)
+    const small = new Uint8Array(1024)
+    freeBytes(small)
+    expect(small.buffer.detached).toBe(false)
+    const view = new Uint8Array(new ArrayBuffer(4 * 1024 * 1024), 0, 2 * 1024 * 1024)
+    freeBytes(view)
+    expect(view.buffer.detached).toBe(false)
+    freeBytes(big)
   })
 
   it("answers a parse failure as the parser words it", async () => {

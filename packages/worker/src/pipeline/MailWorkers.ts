@@ -30,13 +30,16 @@
  *   that turns out slow are withdrawn (a shared counter tells the thread not to start them) and
  *   handed to another thread at once.
  * - **Plain data across**: the raw bytes are transferred into the thread (a small message's
- *   are copied first, and the copy kept to hand it over again), results come back as plain
+ *   are copied first, and the copy kept to hand it over again; a big one's may come as stored,
+ *   zstd-compressed, and are inflated there, `MailTask.inflateTo`), results come back as plain
  *   objects with the attachments' bytes transferred; the DKIM verifier's key lookups are answered
  *   here from the `DnsResolver`.
  *
  * A thread per lane and one more are started with the layer (ready before it is built) and kept
  * idle between messages, so a lane a long message leaves gets a thread at once; threads for the
- * spare places are started as long messages need them (one is always being started ahead) and
+ * spare places are started as long messages need them (one is always being started ahead, but
+ * while a big message, over 256 KB, works on a spare place: a thread is ~34 MiB of RSS that
+ * would add to the big message's own peak, bench:bigmail) and
  * ended once more than those are idle; a thread ended for an allowance is replaced at once, in
  * the background. All are ended when the layer's scope closes. Memory is bounded by
  * (threads + spareThreads) x heapMb. Configured by BURNBOX_MAIL_WORK_TIMEOUT (a duration,
@@ -286,13 +289,24 @@ const make = (limits: MailWorkLimits) =>
      * thread at once. If none can start, what waits fails rather than waiting for ever.
      */
     const replace = () => {
+      // While a big message holds a spare place, its lane's idle thread is the one more: a thread
+      // costs ~34 MiB of RSS, which a big message (whose work runs long because it is big, its own
+      // memory several times its size) would add to its peak (bench:bigmail). The next long
+      // message to step aside starts one.
+      const wanted = freeLanes + (bigOnSpare() ? 0 : 1)
       // Bounded by the size, should a thread fail before it counts as starting.
-      for (let i = 0; i < size && !closing && threads.size < size && idle.length + starting < freeLanes + 1; i++) {
+      for (let i = 0; i < size && !closing && threads.size < size && idle.length + starting < wanted; i++) {
         start().catch((error: unknown) => {
           if (threads.size > 0) return
           for (const job of waiting.splice(0)) settle(job, Effect.die(error))
         })
       }
+    }
+
+    /** Whether a big message (over SmallBytes) works in a spare place. */
+    const bigOnSpare = () => {
+      for (const thread of threads) if (thread.place === "spare" && thread.jobs[0]?.small === false) return true
+      return false
     }
 
     const lookUp = (thread: Thread, id: number, name: string, rrtype: string) => {
@@ -456,7 +470,7 @@ const make = (limits: MailWorkLimits) =>
     // the end of the event loop's turn instead cost ordinary mail a turn of a busy loop each.
     const processTask = Effect.fn("MailWorkers.process")(function*(task: MailTask) {
       // Small plain mail is worked here: bounded, and cheaper than the hop (InlineLimits).
-      if (limits.inline && workableInline(task.raw)) {
+      if (limits.inline && task.inflateTo === undefined && workableInline(task.raw)) {
         // Its work is bounded; what may wait is DKIM's key lookup, held to the same allowance.
         return yield* Effect.promise(() => doMailWork(task, resolve)).pipe(
           Effect.timeoutOrElse({
@@ -466,7 +480,7 @@ const make = (limits: MailWorkLimits) =>
         )
       }
       return yield* Effect.callback<MailWorkResult, MailTooComplex>((resume) => {
-        const job: Job = { task, small: task.raw.byteLength <= SmallBytes, resume, settled: false, seq: 0 }
+        const job: Job = { task, small: (task.inflateTo ?? task.raw.byteLength) <= SmallBytes, resume, settled: false, seq: 0 }
         waiting.push(job)
         if (freeLanes > 0) pump()
         return Effect.sync(() => withdraw(job))
