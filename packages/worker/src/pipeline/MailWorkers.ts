@@ -85,7 +85,7 @@ export interface MailWorkLimits {
  * faster (bench:pipeline), since ordinary mail takes well under 1 ms in a thread and a slow
  * message steps aside to a spare. 5 s is ~1000 times what ordinary mail takes and several times a
  * 15 MB message with attachments. 256 MiB of heap holds the largest accepted message several
- * times over (bench:bigmail: 140-190 MiB of RSS for one 15 MB message in all, a thread started a part of it); every hostile message of the
+ * times over (bench:bigmail: 70-90 MiB of RSS for one 15 MB message in all); every hostile message of the
  * tests that needs more also needs far more than 5 s. With every thread full the heaps are
  * bounded by (threads + spareThreads) x heapMb. A young generation of 8 MiB instead of the ~16 V8
  * grows it to: 7 MiB less for a 15 MB message, text or attachment (a thread working one alone).

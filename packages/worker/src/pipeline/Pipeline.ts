@@ -62,7 +62,7 @@ const Claimers = 4
  * Raw bytes being worked on at once, at most, in KiB: a message costs several times its size
  * while it is parsed and until its results are stored, so a burst of big messages waits for
  * room instead of piling up: four 15 MB messages at a time, where the 32 that four loops of 8 can
- * claim would hold about 5 GB (bench:bigmail: 140-190 MiB for one). Small mail never waits for it; a message larger than the
+ * claim would hold about 5 GB (bench:bigmail: 70-90 MiB for one). Small mail never waits for it; a message larger than the
  * whole budget takes all of it.
  */
 export const WorkBudgetKiB = 64 * 1024
