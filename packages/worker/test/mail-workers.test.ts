@@ -60,6 +60,18 @@ const work = (raw: Uint8Array, dkim: { sender: string | null } | null = null) =>
     return yield* workers.process({ raw, dkim })
   })
 
+/** The threads started before a message (signed with the key never answered) runs long, and once it works on a spare place. */
+const threadsWithOnSpare = (raw: Uint8Array) =>
+  withWorkers(Effect.gen(function*() {
+    const workers = yield* MailWorkers
+    const before = (yield* workers.busy).threads
+    const slow = yield* Effect.forkChild(Effect.flip(work(raw, { sender: envelope.sender })))
+    yield* placesUntil((busy) => busy.spares === 1)
+    const after = (yield* workers.busy).threads
+    yield* Fiber.interrupt(slow)
+    return { before, after }
+  }), { threads: 1, spareThreads: 2, longAfterMs: 20, timeoutMs: 60_000 })
+
 const crlf = (text: string) => Buffer.from(text.replace(/\r?\n/g, "\r\n"), "utf8")
 const png = Buffer.from("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==", "base64")
 
@@ -256,6 +268,17 @@ describe("MailWorkers", () => {
     )
     expect(failure).toEqual(new MailTooComplex({ reason: "out of memory" }))
     expect(next.ok).toBe(true)
+  })
+
+  it("starts a thread ahead when a slow message steps aside to a spare place, but not for a big one (its memory is several times its size already)", async () => {
+    // Signed with the key whose lookup never answers: each works until it is interrupted.
+    const key = { signingDomain: "signer.test", selector: "hang", privateKey: privateKey.export({ type: "pkcs8", format: "pem" }).toString() }
+    const big = crlf(`From: News <news@signer.test>\nTo: <someone@burnbox.test>\nSubject: big\n\n${"a line of a big message\n".repeat(20_000)}`)
+    const bigSigned = Buffer.concat([Buffer.from((await dkimSign(big, { ...key, signatureData: [key] })).signatures), big])
+    expect(bigSigned.byteLength).toBeGreaterThan(256 * 1024)
+    // A lane's thread and one more are kept started; a small slow message on the spare place starts one ahead.
+    expect(await threadsWithOnSpare(await signed("hang"))).toEqual({ before: 2, after: 3 })
+    expect(await threadsWithOnSpare(bigSigned)).toEqual({ before: 2, after: 2 })
   })
 
   it("lets the next tasks run beside one that has run long, on a spare thread and at a lower priority (Linux)", async () => {

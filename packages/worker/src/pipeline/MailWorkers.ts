@@ -107,6 +107,8 @@ export interface MailWorkBusy {
   readonly lanes: number
   readonly spares: number
   readonly waiting: number
+  /** Threads started (ready or not), idle or not. */
+  readonly threads: number
 }
 
 export class MailTooComplex extends Schema.TaggedError<MailTooComplex>()("MailTooComplex", {
@@ -508,7 +510,7 @@ const make = (limits: MailWorkLimits) =>
     // Ready before the layer is: the first message does not wait for a thread to start.
     yield* Effect.tryPromise(() => Promise.all(Array.from({ length: Math.min(size, keptIdle) }, start))).pipe(Effect.orDie)
 
-    const busy = Effect.sync((): MailWorkBusy => ({ lanes: limits.threads - freeLanes, spares: limits.spareThreads - freeSpares, waiting: waiting.length }))
+    const busy = Effect.sync((): MailWorkBusy => ({ lanes: limits.threads - freeLanes, spares: limits.spareThreads - freeSpares, waiting: waiting.length, threads: threads.size }))
 
     return MailWorkers.of({ process: processTask, limits, busy })
   })
