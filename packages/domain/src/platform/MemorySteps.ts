@@ -1,8 +1,10 @@
 /**
  * Memory steps: the process's memory at each step of a big message's work, for finding where
  * its peak comes from (issue #36 item 6, `bench:bigmail`). Off unless `BURNBOX_MEMORY_STEPS`
- * names a file; then each step appends one JSON line to it at once: epoch ms, the thread
- * ("main" or the mail thread's id), the step, the message's size, and `process.memoryUsage()`
+ * names a file; then each step appends one JSON line to it at once: epoch ms, the thread ("main",
+ * else its `threadId`: `burnbox start` runs the pipeline on a thread of its own, and each mail
+ * thread is one), the step (`main.*` where the pipeline runs, `thread.*` in a mail thread), the
+ * message's size, and `process.memoryUsage()`
  * (RSS is the process's; heap, external and array buffers are the calling thread's isolate).
  * Only messages of at least `BURNBOX_MEMORY_STEPS_BYTES` (default 1 MiB) are stepped. Off, a
  * step costs one test.
@@ -23,7 +25,7 @@ export const memoryStep = (step: string, size: number): void => {
   const m = process.memoryUsage()
   appendFileSync(file!, JSON.stringify({
     at: Math.round(performance.timeOrigin + performance.now()),
-    thread: isMainThread ? "main" : `mail-${threadId}`,
+    thread: isMainThread ? "main" : `thread-${threadId}`,
     step,
     size,
     rss: mib(m.rss),
