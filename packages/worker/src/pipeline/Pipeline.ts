@@ -210,7 +210,7 @@ export class Pipeline {
         if (!result.ok) return yield* queue.fail(claimed.id, `unparsable: ${result.reason}`)
         stampPhase("work.done", claimed.id)
         // The bytes are not needed any more while the message waits for its store.
-        const ready = { message: { ...claimed, raw: null }, mail: result.mail, auth }
+        const ready = { message: { ...claimed, raw: null, rawZstd: null }, mail: result.mail, auth }
         yield* store({ ...ready, events: eventsOf(config.baseUrl, ready, yield* now) })
         memoryStep("main.stored", claimed.sizeBytes)
         // Stored: a big message's attachments and columns are freed now rather than at this
