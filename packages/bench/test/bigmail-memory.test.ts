@@ -2,10 +2,12 @@
  * A bound on the memory a 15 MB message costs (issue #36, item 6), measured where it can be: in
  * the real `burnbox start` as a child process, by bench:bigmail (one message with a base64
  * attachment, RSS of the service's node process sampled every 5 ms, over its idle baseline).
- * The bounds are lenient, well above what bench:bigmail measures (accepted ~4x the message,
- * worked ~9-10x, load average 6-20) so the garbage collector's timing and a busy machine do not
+ * The bounds are lenient, well above what bench:bigmail measures (accepted ~2-4x the message,
+ * worked ~5.5x, load average 6-20) so the garbage collector's timing and a busy machine do not
  * fail it, and low enough that a whole extra chain of copies of the message (the driver's copies of
- * an unstaged 15 MB parameter, ~3x more) would.
+ * an unstaged 15 MB parameter, ~3x more; or the work's copies cut for #36 item 6, the bytes
+ * inflated on the main thread, postal-mime's copy of its input, a thread started beside: ~9.5x)
+ * would.
  */
 import { execFile } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
@@ -19,7 +21,7 @@ afterAll(() => rmSync(logDir, { recursive: true, force: true }))
 
 /** Growth over the message's size, at most, while it is accepted (SMTP DATA -> 250) and until it is worked. */
 const AcceptedBound = 6
-const WorkedBound = 14
+const WorkedBound = 9
 
 it(`a 15 MB message grows the service's RSS by at most ${AcceptedBound}x its size while accepted and ${WorkedBound}x until processed`, async () => {
   const run = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {

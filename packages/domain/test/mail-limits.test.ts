@@ -20,7 +20,9 @@ import {
   messageText,
   RequestTimeHtmlMaxChars,
   sanitizeEmailHtml,
+  SearchTextMaxChars,
   smallCheckedHtml,
+  storedColumns,
   textAsHtml
 } from "../src/mail/index.ts"
 import type { ParsedMessage } from "../src/mail/parse.ts"
@@ -179,6 +181,16 @@ describe("analyzeMessage of HTML past the limits: processed, rendered as text", 
       webhookTextBody: "deep 123456"
     })
     expect(analysis.sanitizedHtml).toBe(`<pre style="white-space: pre-wrap; overflow-wrap: anywhere; font-family: inherit">deep 123456</pre>`)
+  })
+
+  it("a text past the search words' bound is cut before the file names are joined to it: the same first SearchTextMaxChars", () => {
+    const text = "word ".repeat(SearchTextMaxChars / 4)
+    const parsed = message({ text })
+    const analysis = analyzeMessage(parsed)
+    expect(analysis.searchText).toBe(`${text.slice(0, SearchTextMaxChars)} report.pdf`)
+    expect(storedColumns(parsed, analysis).search_text).toBe([text, "report.pdf"].join(" ").slice(0, SearchTextMaxChars))
+    const short = message({ text: "Your code is 123456" })
+    expect(analyzeMessage(short).searchText).toBe("Your code is 123456 report.pdf")
   })
 
   it("with a text part: the text part, escaped, is the rendering; codes and links come from it", () => {

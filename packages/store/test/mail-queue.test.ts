@@ -2,6 +2,8 @@
  * MailQueue, Realtime and JobQueue against the embedded PostgreSQL, without the HTTP server: the
  * pipeline's claims, its batched store and what it publishes, across processes.
  */
+import { randomBytes } from "node:crypto"
+import { zstdDecompressSync } from "node:zlib"
 import { assert, describe, it, layer } from "@effect/vitest"
 import { analyzeMessage, buildTestMessage, parseMessage, workedMail } from "@burnbox/domain/mail/index"
 import {
@@ -59,6 +61,39 @@ layer(Queues)("MailQueue", (it) => {
       assert.include(Buffer.from(claimed[0]!.raw!).toString("utf8"), "Subject: first")
       assert.deepStrictEqual(yield* queue.claim, [])
       yield* queue.fail(id, "test_cleanup")
+    }))
+
+  it.effect("a big message's bytes come as stored: compressed with the claim when small enough, else read as stored; inflated they are the bytes accepted", () =>
+    Effect.gen(function*() {
+      const queue = yield* MailQueue
+      const mailstore = yield* Mailstore
+      const { accountId, address, aliasId } = yield* seedAlias("amber.otter.big")
+      const acceptRaw = (raw: Uint8Array) =>
+        mailstore.accept({ deliveries: [{ aliasId, accountId, recipient: address }], raw, source: "test", envelopeFrom: null, clientAddress: null, clientHelo: null }).pipe(
+          Effect.map(([accepted]) => accepted!.id),
+          Effect.orDie
+        )
+      const head = `From: a@example.com\r\nTo: ${address}\r\nSubject: big\r\n\r\n`
+      // 2 MB of text compresses to a few KB: it comes with the claim, compressed.
+      const text = Buffer.from(head + "a line of plain text in a big message\r\n".repeat(50_000))
+      // 2 MB of random bytes (as base64) does not: read as stored.
+      const noise = Buffer.from(head + randomBytes(1_500_000).toString("base64").replace(/.{76}/g, "$&\r\n") + "\r\n")
+      const textId = yield* acceptRaw(text)
+      const noiseId = yield* acceptRaw(noise)
+      const claimed = yield* queue.claim
+      const byId = new Map(claimed.map((m) => [m.id, m]))
+      const small = byId.get(textId)!
+      assert.isNull(small.raw)
+      assert.isTrue(Buffer.from(zstdDecompressSync(small.rawZstd!)).equals(text))
+      const large = byId.get(noiseId)!
+      assert.isNull(large.raw)
+      assert.isNull(large.rawZstd)
+      const stored = (yield* queue.readStoredRaw(noiseId))!
+      assert.isTrue(stored.zstd)
+      assert.strictEqual(stored.size, noise.byteLength)
+      assert.isTrue(Buffer.from(zstdDecompressSync(stored.bytes)).equals(noise))
+      yield* queue.fail(textId, "test_cleanup")
+      yield* queue.fail(noiseId, "test_cleanup")
     }))
 
   it.effect("a claim older than the claim timeout is taken again, counting the attempt", () =>

@@ -6,12 +6,13 @@
  * judged by order (which task settled first) and by the places the pool says are taken, never by
  * a stopwatch: the figures are bench:hostile's and bench:hop's.
  */
-import { generateKeyPairSync } from "node:crypto"
+import { generateKeyPairSync, randomBytes } from "node:crypto"
 import { existsSync, readdirSync, readFileSync } from "node:fs"
+import { zstdCompressSync } from "node:zlib"
 import { analyzeMessage, parseMessage, type StoredColumns, storedColumns, workedMail } from "@burnbox/domain/mail/index"
 import { hostileMails, inlineWorstCases, manyLinks } from "@burnbox/testkit"
 import { authenticateBeside, authenticateMail, DnsResolver, MailTooComplex, type MailWorkBusy, MailWorkers, type MailWorkLimits } from "@burnbox/worker"
-import { InlineLimits, workableInline } from "@burnbox/worker/pipeline/MailWork"
+import { freeBytes, inflateExact, InlineLimits, workableInline } from "@burnbox/worker/pipeline/MailWork"
 import { Effect, Fiber, Layer } from "effect"
 import { dkimSign } from "mailauth"
 import { describe, expect, it } from "vitest"
@@ -58,6 +59,18 @@ const work = (raw: Uint8Array, dkim: { sender: string | null } | null = null) =>
     const workers = yield* MailWorkers
     return yield* workers.process({ raw, dkim })
   })
+
+/** The threads started before a message (signed with the key never answered) runs long, and once it works on a spare place. */
+const threadsWithOnSpare = (raw: Uint8Array) =>
+  withWorkers(Effect.gen(function*() {
+    const workers = yield* MailWorkers
+    const before = (yield* workers.busy).threads
+    const slow = yield* Effect.forkChild(Effect.flip(work(raw, { sender: envelope.sender })))
+    yield* placesUntil((busy) => busy.spares === 1)
+    const after = (yield* workers.busy).threads
+    yield* Fiber.interrupt(slow)
+    return { before, after }
+  }), { threads: 1, spareThreads: 2, longAfterMs: 20, timeoutMs: 60_000 })
 
 const crlf = (text: string) => Buffer.from(text.replace(/\r?\n/g, "\r\n"), "utf8")
 const png = Buffer.from("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==", "base64")
@@ -125,6 +138,54 @@ describe("MailWorkers", () => {
     expect(Object.getPrototypeOf(columns.headers)).toBe(Object.prototype)
     expect(columns.headers["__proto__"]).toBe("not a prototype")
     expect(result.dkim).toBeNull()
+  })
+
+  it("works a big message given as stored (zstd, inflated in the thread) exactly as its bytes in-process, and signed mail's DKIM reads it whole", async () => {
+    // A 3 MB attachment (over the size from which bytes are freed at once) and a signed body.
+    const bytes = randomBytes(3 * 1024 * 1024)
+    const message = crlf([
+      "From: News <news@signer.test>", "To: <someone@burnbox.test>", "Subject: Your code is 482913", "MIME-Version: 1.0",
+      `Content-Type: multipart/mixed; boundary="b"`, "", "--b", "Content-Type: text/plain; charset=utf-8", "", "Your code is 482913.",
+      "--b", "Content-Type: application/octet-stream", `Content-Disposition: attachment; filename="big.bin"`,
+      "Content-Transfer-Encoding: base64", "", bytes.toString("base64").replace(/.{76}/g, "$&\n"), "--b--", ""
+    ].join("\n"))
+    const key = { signingDomain: "signer.test", selector: "mail", privateKey: privateKey.export({ type: "pkcs8", format: "pem" }).toString() }
+    const raw = Buffer.concat([Buffer.from((await dkimSign(message, { ...key, signatureData: [key] })).signatures), message])
+    const inProcess = await parseMessage(raw)
+    if (!inProcess.ok) throw new Error(inProcess.detail)
+    const expected = workedMail(inProcess.message, analyzeMessage(inProcess.message))
+    const result = await withWorkers(Effect.gen(function*() {
+      const workers = yield* MailWorkers
+      return yield* workers.process({ raw: zstdCompressSync(raw), inflateTo: raw.byteLength, dkim: { sender: envelope.sender } })
+    }))
+    if (!result.ok) throw new Error(result.detail)
+    expect(Buffer.from(result.mail.attachments[0]!.content).equals(bytes)).toBe(true)
+    expect(Buffer.from(result.mail.columns).equals(Buffer.from(expected.columns))).toBe(true)
+    expect(result.dkim).toMatchObject({ ok: true, signatures: [{ signingDomain: "signer.test", result: "pass" }] })
+    // The parser's input was not changed by the work.
+    expect((await parseMessage(raw)).ok).toBe(true)
+  })
+
+  it("inflates to exactly the size asked, as an array that is the whole of its buffer; another size still comes out right", () => {
+    const raw = Buffer.from("a line of mail text\r\n".repeat(100_000))
+    const exact = inflateExact(zstdCompressSync(raw), raw.byteLength)
+    expect(Buffer.from(exact).equals(raw)).toBe(true)
+    expect(exact.byteOffset === 0 && exact.buffer.byteLength === raw.byteLength).toBe(true)
+    expect(Buffer.from(inflateExact(zstdCompressSync(raw), 1000)).equals(raw)).toBe(true)
+    expect(Buffer.from(inflateExact(zstdCompressSync(raw), raw.byteLength * 2)).equals(raw)).toBe(true)
+  })
+
+  it("frees a big array that is the whole of its buffer at once, and leaves small ones and views of a larger buffer alone", () => {
+    const big = new Uint8Array(2 * 1024 * 1024)
+    freeBytes(big)
+    expect(big.buffer.detached).toBe(true)
+    const small = new Uint8Array(1024)
+    freeBytes(small)
+    expect(small.buffer.detached).toBe(false)
+    const view = new Uint8Array(new ArrayBuffer(4 * 1024 * 1024), 0, 2 * 1024 * 1024)
+    freeBytes(view)
+    expect(view.buffer.detached).toBe(false)
+    freeBytes(big)
   })
 
   it("answers a parse failure as the parser words it", async () => {
@@ -207,6 +268,17 @@ describe("MailWorkers", () => {
     )
     expect(failure).toEqual(new MailTooComplex({ reason: "out of memory" }))
     expect(next.ok).toBe(true)
+  })
+
+  it("starts a thread ahead when a slow message steps aside to a spare place, but not for a big one (its memory is several times its size already)", async () => {
+    // Signed with the key whose lookup never answers: each works until it is interrupted.
+    const key = { signingDomain: "signer.test", selector: "hang", privateKey: privateKey.export({ type: "pkcs8", format: "pem" }).toString() }
+    const big = crlf(`From: News <news@signer.test>\nTo: <someone@burnbox.test>\nSubject: big\n\n${"a line of a big message\n".repeat(20_000)}`)
+    const bigSigned = Buffer.concat([Buffer.from((await dkimSign(big, { ...key, signatureData: [key] })).signatures), big])
+    expect(bigSigned.byteLength).toBeGreaterThan(256 * 1024)
+    // A lane's thread and one more are kept started; a small slow message on the spare place starts one ahead.
+    expect(await threadsWithOnSpare(await signed("hang"))).toEqual({ before: 2, after: 3 })
+    expect(await threadsWithOnSpare(bigSigned)).toEqual({ before: 2, after: 2 })
   })
 
   it("lets the next tasks run beside one that has run long, on a spare thread and at a lower priority (Linux)", async () => {

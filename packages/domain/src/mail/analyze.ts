@@ -5,6 +5,9 @@ import { extractOtpCodes } from "./otp.ts"
 import type { ParsedMessage } from "./parse.ts"
 import { makeSnippet, readerText, sanitizeEmailHtml, textAsHtml } from "./sanitize.ts"
 
+/** The search words kept of a message, at most. */
+export const SearchTextMaxChars = 500_000
+
 /** What the pipeline stores of a parsed message, beyond the parse itself. */
 export interface MessageAnalysis {
   readonly snippet: string
@@ -25,7 +28,7 @@ export interface MessageAnalysis {
   readonly remoteImageCount: number
   /** The limit the HTML passed, when it did. */
   readonly htmlLimit: HtmlLimit | null
-  /** The words the full-text index holds besides subject and sender. */
+  /** The words the full-text index holds besides subject and sender (their first SearchTextMaxChars are kept). */
   readonly searchText: string
   /**
    * The reader text as a webhook's `text_body` carries it (spec 6.3: at most 32 KiB), so that
@@ -51,7 +54,10 @@ export const analyzeMessage = (message: ParsedMessage): MessageAnalysis => {
       : null,
     remoteImageCount,
     htmlLimit: html?.ok === false ? html.limit : null,
-    searchText: [text, ...message.attachments.map((a) => a.filename)].join(" "),
+    // The index keeps the first SearchTextMaxChars: a longer text is cut before it is joined with
+    // the file names, as the join copies all of it (15 MB of text: 15 MB more while it is worked).
+    searchText: [text.length > SearchTextMaxChars ? text.slice(0, SearchTextMaxChars) : text, ...message.attachments.map((a) => a.filename)]
+      .join(" "),
     webhookTextBody: payloadTextBody(text)
   }
 }

@@ -134,7 +134,11 @@ export const parseMessage = async (
   try {
     const refusal = refuseUpFront(raw, bounds)
     if (refusal !== null) return refusal
-    const email = await PostalMime.parse(raw, {
+    // postal-mime copies a view (`buffer.slice`) and reads an ArrayBuffer as it is: the bytes
+    // are only read, so a view of a whole buffer is given as that buffer (a 15 MB message
+    // parsed without a second 15 MB).
+    const input = raw.byteOffset === 0 && raw.byteLength === raw.buffer.byteLength && raw.buffer instanceof ArrayBuffer ? raw.buffer : raw
+    const email = await PostalMime.parse(input, {
       maxNestingDepth: bounds.maxNestingDepth,
       maxHeadersSize: bounds.maxHeadersSize,
       maxRfc822NestingDepth: 0,

@@ -10,7 +10,7 @@
  * No Effect here: this module is loaded by the worker thread.
  */
 import { pgText } from "../platform/PgText.ts"
-import type { MessageAnalysis } from "./analyze.ts"
+import { type MessageAnalysis, SearchTextMaxChars } from "./analyze.ts"
 import type { ParsedAttachment, ParsedMessage, ParsedSender } from "./parse.ts"
 import { textPartPayload, TextPartPayloadMaxChars } from "./sanitize.ts"
 
@@ -35,8 +35,7 @@ export interface WorkedMail {
 
 const text = (value: string | null) => (value === null ? null : pgText(value))
 
-/** The search words kept of a message, at most. */
-export const SearchTextMaxChars = 500_000
+export { SearchTextMaxChars } from "./analyze.ts"
 
 /**
  * The webhook `text_body` to store: none (NULL) when the stored text part makes the same one on

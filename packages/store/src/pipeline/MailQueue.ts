@@ -18,7 +18,7 @@ import { Context, Effect, Layer, Option, type Queue, Schema, type Scope } from "
 import { SqlClient, SqlSchema, type Statement } from "effect/sql"
 import { PipelineWakeups } from "./PipelineWakeups.ts"
 import { eventRecord, insertEventRecords, type NewEvent, OutboxChannel } from "../webhooks/Outbox.ts"
-import { BlobStore, inflateRaw, RawPieceBytes } from "../platform/BlobStore.ts"
+import { BlobStore, inflateRaw, InlineZstdBytes, RawPieceBytes, type StoredRaw } from "../platform/BlobStore.ts"
 import { publishFragment } from "../realtime/Realtime.ts"
 import { Entitlements } from "../plans/Entitlements.ts"
 import { ruleMarks, ruleReturning, ruleTrashSet, ruleWalk, walkedColumns } from "../rules/RuleWalk.ts"
@@ -70,8 +70,17 @@ export interface ClaimedMessage {
   readonly clientHelo: string | null
   readonly envelopeFrom: string | null
   readonly hasRaw: boolean
-  /** The raw bytes of a small message; null for a large one (read it with `readRaw`). */
+  /**
+   * The raw bytes of a small message; null for a large one: read it with `readRaw`, or use
+   * `rawZstd` when the claim brought it.
+   */
   readonly raw: Uint8Array | null
+  /**
+   * The zstd-compressed raw bytes of a message over InlineZstdBytes whose compressed bytes came
+   * with the claim (at most InlineRawBytes): inflated where the message is worked (a mail thread),
+   * not here. Null otherwise.
+   */
+  readonly rawZstd: Uint8Array | null
 }
 
 const toClaimed = (row: typeof ClaimedRow.Type): ClaimedMessage => ({
@@ -87,7 +96,8 @@ const toClaimed = (row: typeof ClaimedRow.Type): ClaimedMessage => ({
   clientHelo: row.client_helo,
   envelopeFrom: row.envelope_from,
   hasRaw: row.has_raw,
-  raw: row.raw
+  raw: row.raw,
+  rawZstd: null
 })
 
 /** What the pipeline made of one message, ready to store. */
@@ -129,6 +139,8 @@ export class MailQueue extends Context.Service<MailQueue, {
   readonly claimUpTo: (limit: number) => Effect.Effect<ReadonlyArray<ClaimedMessage>>
   /** The raw bytes of a message too large to come with its claim. */
   readonly readRaw: (id: number) => Effect.Effect<Uint8Array | undefined>
+  /** The same, as stored (compressed or not), for the place that works it to inflate. */
+  readonly readStoredRaw: (id: number) => Effect.Effect<StoredRaw | undefined>
   /** Marks a message failed with a reason; its raw bytes stay. */
   readonly fail: (id: number, reason: string) => Effect.Effect<void>
   /** Stores a batch of results atomically; a message another process took over meanwhile is left alone. */
@@ -193,6 +205,8 @@ export class MailQueue extends Context.Service<MailQueue, {
           Effect.forEach(rows, (row) =>
             row.raw === null
               ? Effect.succeed(toClaimed(row))
+              : row.raw_zstd === true && row.size_bytes > InlineZstdBytes
+              ? Effect.succeed({ ...toClaimed({ ...row, raw: null }), rawZstd: row.raw })
               : Effect.map(inflateRaw(row.raw, row.raw_zstd === true, row.size_bytes), (raw) => toClaimed({ ...row, raw })))
         ),
         Effect.orDie
@@ -200,6 +214,7 @@ export class MailQueue extends Context.Service<MailQueue, {
     const claim = claimUpTo(ClaimBatchSize)
 
     const readRaw = (id: number) => blobs.readRaw(id).pipe(Effect.map(Option.getOrUndefined))
+    const readStoredRaw = (id: number) => blobs.readStoredRaw(id).pipe(Effect.map(Option.getOrUndefined))
 
     const fail = (id: number, reason: string) =>
       Effect.flatMap(now, (at) =>
@@ -337,7 +352,7 @@ export class MailQueue extends Context.Service<MailQueue, {
 
     const wakeups = pipelineWakeups.wakeups
 
-    return MailQueue.of({ claim, claimUpTo, readRaw, fail, store, takeOver, wakeups })
+    return MailQueue.of({ claim, claimUpTo, readRaw, readStoredRaw, fail, store, takeOver, wakeups })
   }))
 
   /** With its own BlobStore, SearchIndex and Entitlements, and the process's PipelineWakeups. */

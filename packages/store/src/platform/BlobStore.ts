@@ -17,6 +17,7 @@
  * pipeline's store writes attachments, and a message destroyed takes its bytes with it.
  */
 import { constants as zlibConstants, createZstdCompress, zstdCompressSync, zstdDecompress, zstdDecompressSync } from "node:zlib"
+import { memoryStep } from "@burnbox/domain/platform/MemorySteps"
 import { PgTypes } from "@effect/sql-pg"
 import { Context, Effect, Layer, Option, Result, Schema } from "effect"
 import { SqlClient, type SqlError, SqlSchema, type Statement } from "effect/sql"
@@ -98,6 +99,15 @@ export const inflateRaw = (stored: Uint8Array, zstd: boolean, size: number): Eff
       zstdDecompress(stored, (error, result) => resume(error === null ? Effect.succeed(result) : Effect.die(error)))
     )
 
+/** A message's raw bytes as `message_raw` holds them. */
+export interface StoredRaw {
+  readonly bytes: Uint8Array
+  /** Compressed (give them to `inflateRaw`), else as received (stored before migration 0028). */
+  readonly zstd: boolean
+  /** The message's own size. */
+  readonly size: number
+}
+
 /** The raw bytes of a batch of accepted messages, ready for the accepting statement (`stageRaw`). */
 export interface StagedRaw {
   readonly raws: ReadonlyArray<RawBytes>
@@ -158,6 +168,8 @@ export class BlobStore extends Context.Service<BlobStore, {
    * MailboxAccess.mailboxes), only when the message meets it.
    */
   readonly readRaw: (messageId: number, options?: { readonly reachable: Statement.Fragment }) => Effect.Effect<Option.Option<Uint8Array>>
+  /** The raw bytes of a message as stored (compressed or not: `inflateRaw` makes them the bytes as received). */
+  readonly readStoredRaw: (messageId: number) => Effect.Effect<Option.Option<StoredRaw>>
   /**
    * A claim's raw bytes, read with its rows: the select-list items `has_raw`, `raw` (the stored
    * bytes when at most `inlineBytes` of them, else null: read them with `readRaw`) and `raw_zstd`
@@ -236,15 +248,15 @@ export class BlobStore extends Context.Service<BlobStore, {
       raw: Schema.NullOr(Schema.Uint8Array)
     }))
     const decodePiece = rowsDecoder(Schema.Struct({ piece: Schema.NullOr(Schema.Uint8Array) }))
-    const readRaw = (messageId: number, options?: { readonly reachable: Statement.Fragment }): Effect.Effect<Option.Option<Uint8Array>, SqlError.SqlError> =>
+    const readStored = (messageId: number, options?: { readonly reachable: Statement.Fragment }): Effect.Effect<Option.Option<StoredRaw>, SqlError.SqlError> =>
       Effect.gen(function*() {
         const [found] = yield* sql`
         SELECT m.size_bytes AS size, octet_length(r.raw) AS stored, r.zstd,
                CASE WHEN octet_length(r.raw) <= ${RawPieceBytes} THEN r.raw END AS raw
         FROM message_raw r JOIN messages m ON m.id = r.message_id
         WHERE m.id = ${messageId} AND ${options?.reachable ?? sql`true`}`.pipe(Effect.flatMap(decodeSized))
-        if (found === undefined) return Option.none<Uint8Array>()
-        if (found.raw !== null) return Option.some(yield* inflateRaw(found.raw, found.zstd, found.size))
+        if (found === undefined) return Option.none<StoredRaw>()
+        if (found.raw !== null) return Option.some({ bytes: found.raw, zstd: found.zstd, size: found.size })
         const whole = new Uint8Array(found.stored)
         for (let offset = 0; offset < found.stored; offset += StagePieceBytes) {
           const [row] = yield* sql`
@@ -252,14 +264,21 @@ export class BlobStore extends Context.Service<BlobStore, {
             WHERE message_id = ${messageId} AND zstd = ${found.zstd}`.pipe(Effect.flatMap(decodePiece))
           // Gone (the message was deleted) or converted meanwhile: read again, or as if it had never been there.
           if (row === undefined || row.piece === null || row.piece.byteLength !== Math.min(StagePieceBytes, found.stored - offset)) {
-            return found.zstd ? Option.none<Uint8Array>() : yield* readRaw(messageId, options)
+            return found.zstd ? Option.none<StoredRaw>() : yield* readStored(messageId, options)
           }
           whole.set(row.piece, offset)
         }
-        return Option.some(yield* inflateRaw(whole, found.zstd, found.size))
+        memoryStep("main.read.stored", found.size)
+        return Option.some({ bytes: whole, zstd: found.zstd, size: found.size })
       })
+    const readRaw = (messageId: number, options?: { readonly reachable: Statement.Fragment }) =>
+      readStored(messageId, options).pipe(Effect.flatMap(Option.match({
+        onNone: () => Effect.succeedNone,
+        onSome: (stored) => Effect.asSome(inflateRaw(stored.bytes, stored.zstd, stored.size))
+      })))
     const readRawOrDie = (messageId: number, options?: { readonly reachable: Statement.Fragment }) =>
       readRaw(messageId, options).pipe(Effect.orDie)
+    const readStoredRaw = (messageId: number) => readStored(messageId).pipe(Effect.orDie)
 
     const inlineRaw = (messageId: string, inlineBytes: number) => ({
       columns: sql`(r.message_id IS NOT NULL) AS has_raw,
@@ -436,6 +455,7 @@ export class BlobStore extends Context.Service<BlobStore, {
       readArchive,
       removeArchive,
       readRaw: readRawOrDie,
+      readStoredRaw,
       inlineRaw,
       attachments,
       attachment,

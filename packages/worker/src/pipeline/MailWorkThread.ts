@@ -8,6 +8,7 @@
  */
 import { readlinkSync } from "node:fs"
 import { parentPort, workerData } from "node:worker_threads"
+import { memoryStep } from "@burnbox/domain/platform/MemorySteps"
 import { doMailWork, type FromThread, type ThreadJob, type ThreadOptions, type ToThread, transferableResult } from "./MailWork.ts"
 
 const port = parentPort
@@ -45,8 +46,11 @@ const work = async () => {
   for (let job = queue.shift(); job !== undefined; job = queue.shift()) {
     if (BigInt(job.seq) <= Atomics.load(withdrawn, 0)) continue
     try {
-      const { result, transfer } = transferableResult(await doMailWork(job.task, resolve))
+      const size = job.task.inflateTo ?? job.task.raw.byteLength
+      // The task's bytes are this thread's (transferred, or a copy): freed as soon as they are read.
+      const { result, transfer } = transferableResult(await doMailWork(job.task, resolve, { release: true }))
       post({ type: "done", seq: job.seq, result }, transfer)
+      memoryStep("thread.posted", size)
     } catch (error) {
       post({ type: "crashed", seq: job.seq, message: error instanceof Error ? error.stack ?? error.message : String(error) })
     }

@@ -30,13 +30,16 @@
  *   that turns out slow are withdrawn (a shared counter tells the thread not to start them) and
  *   handed to another thread at once.
  * - **Plain data across**: the raw bytes are transferred into the thread (a small message's
- *   are copied first, and the copy kept to hand it over again), results come back as plain
+ *   are copied first, and the copy kept to hand it over again; a big one's may come as stored,
+ *   zstd-compressed, and are inflated there, `MailTask.inflateTo`), results come back as plain
  *   objects with the attachments' bytes transferred; the DKIM verifier's key lookups are answered
  *   here from the `DnsResolver`.
  *
  * A thread per lane and one more are started with the layer (ready before it is built) and kept
  * idle between messages, so a lane a long message leaves gets a thread at once; threads for the
- * spare places are started as long messages need them (one is always being started ahead) and
+ * spare places are started as long messages need them (one is always being started ahead, but
+ * while a big message, over 256 KB, works on a spare place: a thread is ~34 MiB of RSS that
+ * would add to the big message's own peak, bench:bigmail) and
  * ended once more than those are idle; a thread ended for an allowance is replaced at once, in
  * the background. All are ended when the layer's scope closes. Memory is bounded by
  * (threads + spareThreads) x heapMb. Configured by BURNBOX_MAIL_WORK_TIMEOUT (a duration,
@@ -59,6 +62,11 @@ export interface MailWorkLimits {
   readonly timeoutMs: number
   /** V8 old-generation heap of one thread, MiB. */
   readonly heapMb: number
+  /**
+   * V8 young generation of one thread, MiB: its new objects' room, which V8 otherwise grows to
+   * ~16 MiB on allocation-heavy work (a 15 MB message's lines) and keeps resident.
+   */
+  readonly youngMb: number
   /** After this long a message gives its place to the next one, onto a spare place if one is free. */
   readonly longAfterMs: number
   /**
@@ -77,15 +85,17 @@ export interface MailWorkLimits {
  * faster (bench:pipeline), since ordinary mail takes well under 1 ms in a thread and a slow
  * message steps aside to a spare. 5 s is ~1000 times what ordinary mail takes and several times a
  * 15 MB message with attachments. 256 MiB of heap holds the largest accepted message several
- * times over (bench:bigmail: 140-190 MiB of RSS for one 15 MB message in all, a thread started a part of it); every hostile message of the
+ * times over (bench:bigmail: 70-90 MiB of RSS for one 15 MB message in all); every hostile message of the
  * tests that needs more also needs far more than 5 s. With every thread full the heaps are
- * bounded by (threads + spareThreads) x heapMb.
+ * bounded by (threads + spareThreads) x heapMb. A young generation of 8 MiB instead of the ~16 V8
+ * grows it to: 7 MiB less for a 15 MB message, text or attachment (a thread working one alone).
  */
 export const defaultMailWorkLimits = (): MailWorkLimits => ({
   threads: Math.max(1, availableParallelism() - 1),
   spareThreads: 8,
   timeoutMs: 5_000,
   heapMb: 256,
+  youngMb: 8,
   longAfterMs: 40,
   nice: 10,
   inline: true
@@ -97,6 +107,8 @@ export interface MailWorkBusy {
   readonly lanes: number
   readonly spares: number
   readonly waiting: number
+  /** Threads started (ready or not), idle or not. */
+  readonly threads: number
 }
 
 export class MailTooComplex extends Schema.TaggedError<MailTooComplex>()("MailTooComplex", {
@@ -226,7 +238,7 @@ const make = (limits: MailWorkLimits) =>
       new Promise<void>((ready, failed) => {
         const withdrawn = new BigInt64Array(new SharedArrayBuffer(BigInt64Array.BYTES_PER_ELEMENT))
         const options: ThreadOptions = { withdrawn: withdrawn.buffer as SharedArrayBuffer }
-        const worker = new Worker(entry, { name: "burnbox-mail", workerData: options, resourceLimits: { maxOldGenerationSizeMb: limits.heapMb } })
+        const worker = new Worker(entry, { name: "burnbox-mail", workerData: options, resourceLimits: { maxOldGenerationSizeMb: limits.heapMb, maxYoungGenerationSizeMb: limits.youngMb } })
         const thread: Thread = {
           worker,
           withdrawn,
@@ -286,13 +298,24 @@ const make = (limits: MailWorkLimits) =>
      * thread at once. If none can start, what waits fails rather than waiting for ever.
      */
     const replace = () => {
+      // While a big message holds a spare place, its lane's idle thread is the one more: a thread
+      // costs ~34 MiB of RSS, which a big message (whose work runs long because it is big, its own
+      // memory several times its size) would add to its peak (bench:bigmail). The next long
+      // message to step aside starts one.
+      const wanted = freeLanes + (bigOnSpare() ? 0 : 1)
       // Bounded by the size, should a thread fail before it counts as starting.
-      for (let i = 0; i < size && !closing && threads.size < size && idle.length + starting < freeLanes + 1; i++) {
+      for (let i = 0; i < size && !closing && threads.size < size && idle.length + starting < wanted; i++) {
         start().catch((error: unknown) => {
           if (threads.size > 0) return
           for (const job of waiting.splice(0)) settle(job, Effect.die(error))
         })
       }
+    }
+
+    /** Whether a big message (over SmallBytes) works in a spare place. */
+    const bigOnSpare = () => {
+      for (const thread of threads) if (thread.place === "spare" && thread.jobs[0]?.small === false) return true
+      return false
     }
 
     const lookUp = (thread: Thread, id: number, name: string, rrtype: string) => {
@@ -456,7 +479,7 @@ const make = (limits: MailWorkLimits) =>
     // the end of the event loop's turn instead cost ordinary mail a turn of a busy loop each.
     const processTask = Effect.fn("MailWorkers.process")(function*(task: MailTask) {
       // Small plain mail is worked here: bounded, and cheaper than the hop (InlineLimits).
-      if (limits.inline && workableInline(task.raw)) {
+      if (limits.inline && task.inflateTo === undefined && workableInline(task.raw)) {
         // Its work is bounded; what may wait is DKIM's key lookup, held to the same allowance.
         return yield* Effect.promise(() => doMailWork(task, resolve)).pipe(
           Effect.timeoutOrElse({
@@ -466,7 +489,7 @@ const make = (limits: MailWorkLimits) =>
         )
       }
       return yield* Effect.callback<MailWorkResult, MailTooComplex>((resume) => {
-        const job: Job = { task, small: task.raw.byteLength <= SmallBytes, resume, settled: false, seq: 0 }
+        const job: Job = { task, small: (task.inflateTo ?? task.raw.byteLength) <= SmallBytes, resume, settled: false, seq: 0 }
         waiting.push(job)
         if (freeLanes > 0) pump()
         return Effect.sync(() => withdraw(job))
@@ -487,7 +510,7 @@ const make = (limits: MailWorkLimits) =>
     // Ready before the layer is: the first message does not wait for a thread to start.
     yield* Effect.tryPromise(() => Promise.all(Array.from({ length: Math.min(size, keptIdle) }, start))).pipe(Effect.orDie)
 
-    const busy = Effect.sync((): MailWorkBusy => ({ lanes: limits.threads - freeLanes, spares: limits.spareThreads - freeSpares, waiting: waiting.length }))
+    const busy = Effect.sync((): MailWorkBusy => ({ lanes: limits.threads - freeLanes, spares: limits.spareThreads - freeSpares, waiting: waiting.length, threads: threads.size }))
 
     return MailWorkers.of({ process: processTask, limits, busy })
   })

@@ -25,6 +25,7 @@
  * (`too_complex: ...`) at once, raw bytes kept, and the loops go on with the next message.
  */
 import { type EventAlias } from "@burnbox/domain"
+import { memoryStep } from "@burnbox/domain/platform/MemorySteps"
 import {
   BurnboxConfig,
   type ClaimedMessage,
@@ -40,6 +41,7 @@ import {
 import { Deferred, Effect, FiberSet, Layer, Queue, Semaphore } from "effect"
 import { type DkimOutcome } from "./Dkim.ts"
 import { authenticateBeside, noAuth } from "./MailAuth.ts"
+import { freeBytes } from "./MailWork.ts"
 import { MailWorkers } from "./MailWorkers.ts"
 
 export { ClaimTimeoutMs } from "@burnbox/store"
@@ -60,7 +62,7 @@ const Claimers = 4
  * Raw bytes being worked on at once, at most, in KiB: a message costs several times its size
  * while it is parsed and until its results are stored, so a burst of big messages waits for
  * room instead of piling up: four 15 MB messages at a time, where the 32 that four loops of 8 can
- * claim would hold about 5 GB (bench:bigmail: 140-190 MiB for one). Small mail never waits for it; a message larger than the
+ * claim would hold about 5 GB (bench:bigmail: 70-90 MiB for one). Small mail never waits for it; a message larger than the
  * whole budget takes all of it.
  */
 export const WorkBudgetKiB = 64 * 1024
@@ -179,13 +181,24 @@ export class Pipeline {
         stampPhase("work.started", claimed.id)
         if (claimed.attempts > MaxAttempts) return yield* queue.fail(claimed.id, "gave_up_after_repeated_worker_failures")
         if (!claimed.hasRaw) return yield* queue.fail(claimed.id, "raw_missing")
-        const raw = claimed.raw ?? (yield* queue.readRaw(claimed.id))
-        if (raw === undefined) return yield* queue.fail(claimed.id, "raw_missing")
+        memoryStep("main.started", claimed.sizeBytes)
+        // A big message's bytes as stored: the mail thread inflates them (MailTask.inflateTo).
+        const stored = claimed.raw !== null
+          ? { bytes: claimed.raw, zstd: false }
+          : claimed.rawZstd !== null
+          ? { bytes: claimed.rawZstd, zstd: true }
+          : yield* queue.readStoredRaw(claimed.id)
+        memoryStep("main.read", claimed.sizeBytes)
+        if (stored === undefined) return yield* queue.fail(claimed.id, "raw_missing")
         // Parsing, analysis and DKIM's reading of the message in a worker thread, within its
         // allowance; SPF and DMARC (DNS, no message bytes) here, SPF beside the thread's work.
         // Injected test mail has no sending server to check.
         const smtp = claimed.source === "smtp"
-        const work = workers.process({ raw, dkim: smtp ? { sender: claimed.envelopeFrom } : null })
+        const work = workers.process({
+          raw: stored.bytes,
+          ...(stored.zstd ? { inflateTo: claimed.sizeBytes } : {}),
+          dkim: smtp ? { sender: claimed.envelopeFrom } : null
+        })
         const [result, auth] = smtp
           ? yield* authenticateBeside(work, (done) => (done.ok && done.dkim !== null ? done.dkim : unread), {
             ip: claimed.clientAddress,
@@ -193,11 +206,16 @@ export class Pipeline {
             sender: claimed.envelopeFrom
           })
           : [yield* work, noAuth] as const
+        memoryStep("main.worked", claimed.sizeBytes)
         if (!result.ok) return yield* queue.fail(claimed.id, `unparsable: ${result.reason}`)
         stampPhase("work.done", claimed.id)
         // The bytes are not needed any more while the message waits for its store.
-        const ready = { message: { ...claimed, raw: null }, mail: result.mail, auth }
+        const ready = { message: { ...claimed, raw: null, rawZstd: null }, mail: result.mail, auth }
         yield* store({ ...ready, events: eventsOf(config.baseUrl, ready, yield* now) })
+        memoryStep("main.stored", claimed.sizeBytes)
+        // Stored: a big message's attachments and columns are freed now rather than at this
+        // thread's next garbage collection, which under a burst of big mail comes late.
+        for (const bytes of [result.mail.columns, ...result.mail.attachments.map((attachment) => attachment.content)]) freeBytes(bytes)
       }).pipe(
         budget.withPermits(workPermits(claimed.sizeBytes)),
         // Past its allowance the message is failed at once, with its raw bytes kept: it would only
