@@ -16,6 +16,7 @@ import { PgTypes } from "@effect/sql-pg"
 import type { WorkedMail } from "@burnbox/domain/mail/index"
 import { Context, Effect, Layer, Option, type Queue, Schema, type Scope } from "effect"
 import { SqlClient, SqlSchema, type Statement } from "effect/sql"
+import { claimerName } from "./PipelineHandoff.ts"
 import { PipelineWakeups } from "./PipelineWakeups.ts"
 import { eventRecord, insertEventRecords, type NewEvent, OutboxChannel } from "../webhooks/Outbox.ts"
 import { BlobStore, inflateRaw, RawPieceBytes } from "../platform/BlobStore.ts"
@@ -149,12 +150,7 @@ export class MailQueue extends Context.Service<MailQueue, {
 
     // This process's name on its connections (Database.ts processApplicationName), recorded with
     // each claim; another name (a pool configured elsewhere) claims for the timeout alone.
-    const named = yield* SqlSchema.findAll({
-      Request: Schema.Void,
-      Result: Schema.Struct({ name: Schema.String }),
-      execute: () => sql`SELECT current_setting('application_name') AS name`
-    })(undefined).pipe(Effect.orDie)
-    const worker = named[0] !== undefined && named[0].name.startsWith("burnbox/") ? named[0].name : null
+    const worker = yield* claimerName(sql)
 
     /**
      * A claim commits without waiting for its WAL to reach the disk (`synchronous_commit` off for
