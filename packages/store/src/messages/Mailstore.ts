@@ -498,6 +498,9 @@ export class Mailstore extends Context.Service<Mailstore, {
             : Deferred.die(p.done, outcome.failure)
         }, { discard: true })
         if (handed.length > 0) {
+          // The replies first: the fibers waiting for this batch's outcomes answer their sessions
+          // before its messages' work (small mail is worked on this thread) begins.
+          yield* Effect.yieldNow
           const ids = handed.map((m) => m.id)
           stampPhase("claim.woke", ids, committedAt)
           stampPhase("claim.sent", ids, committedAt)
