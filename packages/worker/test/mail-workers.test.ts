@@ -274,6 +274,34 @@ describe("small plain mail, worked in place", () => {
     expect(inPlace).toEqual(inThread)
   })
 
+  it("works small plain mail in place one message at a time, in order, each in a turn of the event loop of its own", async () => {
+    // A counter of the event loop's turns (its check phase): work done in one turn shares a count.
+    let loopTurns = 0
+    let ticking = true
+    const tick = () => {
+      loopTurns++
+      if (ticking) setImmediate(tick)
+    }
+    setImmediate(tick)
+    const settled = await withWorkers(
+      Effect.gen(function*() {
+        const order: Array<{ readonly index: number; readonly turn: number }> = []
+        yield* Effect.forEach(
+          Array.from({ length: 6 }, (_, index) => index),
+          (index) => work(ordinary).pipe(Effect.tap(() => Effect.sync(() => order.push({ index, turn: loopTurns })))),
+          { concurrency: "unbounded", discard: true }
+        )
+        return order
+      }),
+      { inline: true }
+    ).finally(() => {
+      ticking = false
+    })
+    expect(settled.map((s) => s.index)).toEqual([0, 1, 2, 3, 4, 5])
+    // Interleaved, all six would end in the same turn; taking turns, each ends in a later one.
+    for (let i = 1; i < settled.length; i++) expect(settled[i]!.turn).toBeGreaterThan(settled[i - 1]!.turn)
+  })
+
   it("holds mail worked in place to the same allowance: a DKIM key lookup that never answers fails it as too complex", async () => {
     const hanging = await signed("hang")
     expect(workableInline(hanging)).toBe(true)

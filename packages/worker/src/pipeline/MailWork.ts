@@ -30,13 +30,22 @@ export type MailWorkResult =
     readonly dkim: DkimOutcome | null
   }
 
-/** Parses, analyzes and verifies DKIM, in that order; a message that cannot be parsed stops at the first. */
-export const doMailWork = async (task: MailTask, resolve: Resolve): Promise<MailWorkResult> => {
-  const result = await parseMessage(task.raw)
-  if (!result.ok) return { ok: false, reason: result.reason, detail: result.detail }
-  const mail = workedMail(result.message, analyzeMessage(result.message))
+/** Runs a message's parsing and analysis (its CPU work, no waiting): at once, or in a turn (MailWorkers' inline work). */
+export type WorkTurn = <A>(work: () => Promise<A>) => Promise<A>
+
+/**
+ * Parses, analyzes and verifies DKIM, in that order; a message that cannot be parsed stops at the
+ * first. The parsing and analysis run in `turn`, DKIM (which may wait for its key lookups) after it.
+ */
+export const doMailWork = async (task: MailTask, resolve: Resolve, turn: WorkTurn = (work) => work()): Promise<MailWorkResult> => {
+  const worked = await turn(async () => {
+    const result = await parseMessage(task.raw)
+    if (!result.ok) return { ok: false as const, reason: result.reason, detail: result.detail }
+    return { ok: true as const, mail: workedMail(result.message, analyzeMessage(result.message)) }
+  })
+  if (!worked.ok) return worked
   const dkim = task.dkim === null ? null : await verifyDkim(task.raw, { resolver: resolve, sender: task.dkim.sender })
-  return { ok: true, mail, dkim }
+  return { ok: true, mail: worked.mail, dkim }
 }
 
 // -- small plain mail, worked where it is ------------------------------------------------------
