@@ -482,8 +482,8 @@ const make = (limits: MailWorkLimits) =>
       else slicing = false
     }
     const inTurn: WorkTurn = (work) =>
-      new Promise((resolve, reject) => {
-        inlineQueue.push(() => work().then(resolve, reject))
+      new Promise((done, failed) => {
+        inlineQueue.push(() => work().then(done, failed))
         if (!slicing) {
           slicing = true
           setImmediate(slice)
