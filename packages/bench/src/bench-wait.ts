@@ -33,7 +33,9 @@
  *    group commits, claims, store group commits; from the stamps: one batch, one stamp).
  *
  * With WAIT_STATEMENTS=1 the service's PostgreSQL loads pg_stat_statements (one restart before
- * the setup), and each phase prints its statements' calls and mean execution time.
+ * the setup), and each phase prints its statements' calls and mean execution time. With
+ * WAIT_SAMPLE_WAITS=1 each phase samples what the service's busy backends wait for (pg_stat_activity
+ * every 50 ms: CPU, a lock, the WAL flush...) and in which statement.
  *
  * Environment: WAIT_WAITERS (500), WAIT_RATE (200), WAIT_SECONDS (5), WAIT_LOW_RATE (5),
  * WAIT_CONNECTIONS (20), WAIT_STATEMENTS (0), BENCH_LOG_DIR, BENCH_BURNBOX_ROOT.
@@ -41,7 +43,7 @@
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
-import { Burnbox, Session } from "./lib/burnbox.ts"
+import { Burnbox, sampleWaits, Session, waitsByStatementText, waitsText } from "./lib/burnbox.ts"
 import { distribution, type Distribution, envInt, epochMs, fmt, loadAverage, sleep, table } from "./lib/common.ts"
 import { countsText, messageFactory, runSmtpLoad } from "./lib/smtp.ts"
 
@@ -51,6 +53,7 @@ const seconds = envInt("WAIT_SECONDS", 5, 1)
 const lowRate = envInt("WAIT_LOW_RATE", 5, 0)
 const connections = envInt("WAIT_CONNECTIONS", 20, 1)
 const statements = envInt("WAIT_STATEMENTS", 0, 0) > 0
+const sampleBackends = envInt("WAIT_SAMPLE_WAITS", 0, 0) > 0
 const goalP50 = 20
 const goalP99 = 100
 const email = "bench-wait@example.com"
@@ -136,6 +139,7 @@ const main = async (): Promise<number> => {
     log(`${name}: ${phaseRate} msg/s for ${secs} s`)
     await statementsDb?.query("SELECT pg_stat_statements_reset()")
     const loadFrom = epochMs()
+    const sampler = sampleBackends ? sampleWaits(await burnbox.db()) : undefined
     const result = await runSmtpLoad({
       port: burnbox.smtpPort,
       connections,
@@ -150,6 +154,7 @@ const main = async (): Promise<number> => {
       }
     })
     const loadTo = epochMs()
+    const waits = await sampler?.stop()
     const deadline = Date.now() + 30_000
     while (Date.now() < deadline && !sent.every((s) => answered.has(s.id) && notified.has(s.id))) await sleep(100)
     burnbox.checkAlive()
@@ -170,6 +175,10 @@ const main = async (): Promise<number> => {
     await sleep(500)
     const stamps = readStamps(stampsFile)
     breakdowns.push(`${name}, held messages:`, breakdown(stamps, held.map((s) => ({ ...s, answeredAt: answered.get(s.id)!.at }))))
+    if (waits !== undefined) {
+      breakdowns.push(`${name}, the service's busy backends while the load ran (${waits.samples} samples): ${waitsText(waits, 6)}`)
+      breakdowns.push(`  by statement: ${waitsByStatementText(waits, 8)}`)
+    }
     breakdowns.push(
       `${name}, event loops while the load ran (load average ${loadAverage()}) and batch sizes:`,
       loopsAndBatches(loopFile, loadFrom, loadTo, stamps, sent.map((s) => s.id))
