@@ -11,8 +11,9 @@
  * leaves them `processing` under its name, and the takeover of any living process gives them back
  * (MailQueue.takeOver), as it does a claim's; the store writes only rows still `processing`.
  *
- * Only while the pipeline is caught up: it takes messages (`reserve`) only while its claimers all
- * found the queue empty at their last claim and it has free places. Otherwise the accept writes
+ * Only while the pipeline is caught up: it takes messages (`reserve`) only while the last claim
+ * found the queue empty, no accept has left rows for a claim since, no claimer waits for room, and
+ * it has free places. Otherwise the accept writes
  * `stub` rows and the claimers take them in order, so a backlog is never overtaken for long and
  * never starved. A process without a pipeline (`burnbox ingest`), or one whose connections bear no
  * claim name, takes none.
