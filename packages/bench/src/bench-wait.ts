@@ -25,17 +25,25 @@
  *    and stamps each message at each step (accept asked, its group commit's batch, commit, 250
  *    handed to the socket, the claimer's wake-up, the claim, the work, the store's batch and
  *    commit, the realtime NOTIFY heard, the wait's wake-up and read) on the same clock; the
- *    breakdown prints p50/p99 of each step's share of the held messages' time.
+ *    breakdown prints p50/p99 of each step's share of the held messages' time;
+ * 7. the event loops: lib/loop-delay.ts is preloaded, and each phase prints the event-loop delay
+ *    (median of the seconds' p50, worst second's p99) and busy share of the main thread (HTTP API,
+ *    waits) and of `start`'s ingest-and-worker thread (SMTP sessions, group commits, claims, the
+ *    inline work of small mail, stores), and the sizes of the batches its messages went in (accept
+ *    group commits, claims, store group commits; from the stamps: one batch, one stamp).
  *
  * With WAIT_STATEMENTS=1 the service's PostgreSQL loads pg_stat_statements (one restart before
- * the setup), and each phase prints its statements' calls and mean execution time.
+ * the setup), and each phase prints its statements' calls and mean execution time. With
+ * WAIT_SAMPLE_WAITS=1 each phase samples what the service's busy backends wait for (pg_stat_activity
+ * every 50 ms: CPU, a lock, the WAL flush...) and in which statement.
  *
  * Environment: WAIT_WAITERS (500), WAIT_RATE (200), WAIT_SECONDS (5), WAIT_LOW_RATE (5),
  * WAIT_CONNECTIONS (20), WAIT_STATEMENTS (0), BENCH_LOG_DIR, BENCH_BURNBOX_ROOT.
  */
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
-import { Burnbox, Session } from "./lib/burnbox.ts"
+import { fileURLToPath } from "node:url"
+import { Burnbox, sampleWaits, Session, waitsByStatementText, waitsText } from "./lib/burnbox.ts"
 import { distribution, type Distribution, envInt, epochMs, fmt, loadAverage, sleep, table } from "./lib/common.ts"
 import { countsText, messageFactory, runSmtpLoad } from "./lib/smtp.ts"
 
@@ -45,6 +53,7 @@ const seconds = envInt("WAIT_SECONDS", 5, 1)
 const lowRate = envInt("WAIT_LOW_RATE", 5, 0)
 const connections = envInt("WAIT_CONNECTIONS", 20, 1)
 const statements = envInt("WAIT_STATEMENTS", 0, 0) > 0
+const sampleBackends = envInt("WAIT_SAMPLE_WAITS", 0, 0) > 0
 const goalP50 = 20
 const goalP99 = 100
 const email = "bench-wait@example.com"
@@ -55,8 +64,15 @@ const ms = (n: number) => fmt(n, 1)
 const cellsOf = (d: Distribution) => [fmt(d.count), ms(d.p50), ms(d.p95), ms(d.p99), ms(d.max)]
 
 const main = async (): Promise<number> => {
-  const stampsFile = join(session.tempDir("bench-wait-stamps-"), "stamps.jsonl")
-  const burnbox = await Burnbox.create(session, { logName: "bench-wait", extraEnv: { BURNBOX_PHASE_STAMPS: stampsFile } })
+  const stampsDir = session.tempDir("bench-wait-stamps-")
+  const stampsFile = join(stampsDir, "stamps.jsonl")
+  const loopFile = join(stampsDir, "loop.jsonl")
+  const preload = fileURLToPath(new URL("./lib/loop-delay.ts", import.meta.url))
+  process.env["BENCH_NODE_ARGS"] = `${process.env["BENCH_NODE_ARGS"] ?? ""} --import=${preload}`
+  const burnbox = await Burnbox.create(session, {
+    logName: "bench-wait",
+    extraEnv: { BURNBOX_PHASE_STAMPS: stampsFile, BENCH_LOOP_FILE: loopFile, BENCH_LOOP_THREADS: IngestThread }
+  })
   session.afterCleanup(() => burnbox.summarizeLog())
   await burnbox.start("start")
   if (statements) {
@@ -122,6 +138,8 @@ const main = async (): Promise<number> => {
     const sent: Array<{ id: number; repliedAt: number }> = []
     log(`${name}: ${phaseRate} msg/s for ${secs} s`)
     await statementsDb?.query("SELECT pg_stat_statements_reset()")
+    const loadFrom = epochMs()
+    const sampler = sampleBackends ? sampleWaits(await burnbox.db()) : undefined
     const result = await runSmtpLoad({
       port: burnbox.smtpPort,
       connections,
@@ -135,6 +153,8 @@ const main = async (): Promise<number> => {
         if (match !== null) sent.push({ id: Number(match[1]), repliedAt: delivery.repliedAt })
       }
     })
+    const loadTo = epochMs()
+    const waits = await sampler?.stop()
     const deadline = Date.now() + 30_000
     while (Date.now() < deadline && !sent.every((s) => answered.has(s.id) && notified.has(s.id))) await sleep(100)
     burnbox.checkAlive()
@@ -153,7 +173,16 @@ const main = async (): Promise<number> => {
     )
     // The stamps are written every 200 ms.
     await sleep(500)
-    breakdowns.push(`${name}, held messages:`, breakdown(readStamps(stampsFile), held.map((s) => ({ ...s, answeredAt: answered.get(s.id)!.at }))))
+    const stamps = readStamps(stampsFile)
+    breakdowns.push(`${name}, held messages:`, breakdown(stamps, held.map((s) => ({ ...s, answeredAt: answered.get(s.id)!.at }))))
+    if (waits !== undefined) {
+      breakdowns.push(`${name}, the service's busy backends while the load ran (${waits.samples} samples): ${waitsText(waits, 6)}`)
+      breakdowns.push(`  by statement: ${waitsByStatementText(waits, 8)}`)
+    }
+    breakdowns.push(
+      `${name}, event loops while the load ran (load average ${loadAverage()}) and batch sizes:`,
+      loopsAndBatches(loopFile, loadFrom, loadTo, stamps, sent.map((s) => s.id))
+    )
     if (statementsDb !== undefined) {
       const top = (await statementsDb.query<{ query: string; calls: string; mean: number; total: number }>(`
         SELECT query, calls::text, mean_exec_time AS mean, total_exec_time AS total FROM pg_stat_statements
@@ -233,6 +262,67 @@ const steps: ReadonlyArray<readonly [string, string]> = [
   ["wait.read", "  the wait's read"],
   ["client.answered", "  -> the answer at the client"]
 ]
+
+/** The thread of `burnbox start` that runs the SMTP ingest and the worker (cli/src/IngestWorker.ts). */
+const IngestThread = "burnbox-ingest-worker"
+
+interface LoopLine {
+  readonly thread?: string
+  readonly at: number
+  readonly p50: number
+  readonly p99: number
+  readonly max: number
+  readonly busy: number
+}
+
+/**
+ * The event loops' seconds (lib/loop-delay.ts) that ended while the load ran, per thread, and
+ * how many of the phase's messages went in each batch: the messages that share one batch share
+ * its stamp (one accept group commit: its `accept.batch`; one claim: its `claim.answered`; one
+ * store: its `store.sent`).
+ */
+const loopsAndBatches = (
+  file: string,
+  from: number,
+  to: number,
+  stamps: Map<number, Map<string, number>>,
+  ids: ReadonlyArray<number>
+): string => {
+  let lines: Array<LoopLine> = []
+  try {
+    lines = readFileSync(file, "utf8").split("\n").filter((l) => l !== "").map((l) => JSON.parse(l) as LoopLine)
+  } catch {
+    // no line yet
+  }
+  const within = lines.filter((l) => l.at > from + 1000 && l.at <= to + 1000)
+  const loopRow = (label: string, of: ReadonlyArray<LoopLine>) => [
+    label,
+    fmt(of.length),
+    ms(distribution(of.map((l) => l.p50)).p50),
+    ms(distribution(of.map((l) => l.p99)).max),
+    ms(distribution(of.map((l) => l.max)).max),
+    fmt(100 * of.reduce((s, l) => s + l.busy, 0) / Math.max(1, of.length))
+  ]
+  const loops = table(["event loop", "seconds", "delay p50", "worst p99", "max", "busy %"], [
+    loopRow("main thread (HTTP API, waits)", within.filter((l) => l.thread === undefined)),
+    loopRow(`${IngestThread} (SMTP, accepts, claims, work, stores)`, within.filter((l) => l.thread === IngestThread))
+  ])
+  const batchRow = (label: string, phase: string) => {
+    const sizes = new Map<number, number>()
+    for (const id of ids) {
+      const at = stamps.get(id)?.get(phase)
+      if (at !== undefined) sizes.set(at, (sizes.get(at) ?? 0) + 1)
+    }
+    const d = distribution([...sizes.values()])
+    return [label, fmt(d.count), fmt(d.p50, 1), fmt(d.p99, 1), fmt(d.max)]
+  }
+  const batches = table(["messages a batch", "batches", "p50", "p99", "max"], [
+    batchRow("accept group commit", "accept.batch"),
+    batchRow("claim", "claim.answered"),
+    batchRow("store group commit", "store.sent")
+  ])
+  return `${loops}\n${batches}`
+}
 
 const cells = (values: ReadonlyArray<number>) => {
   const d = distribution(values)

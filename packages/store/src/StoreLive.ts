@@ -28,6 +28,7 @@ import { Entitlements } from "./plans/Entitlements.ts"
 import { Exports } from "./exports/Exports.ts"
 import { MailQueue } from "./pipeline/MailQueue.ts"
 import { PipelineWakeups } from "./pipeline/PipelineWakeups.ts"
+import { PipelineHandoff } from "./pipeline/PipelineHandoff.ts"
 import type { BurnboxConfig } from "./platform/Config.ts"
 import { DatabaseUrl, MigratedDatabase, SqlLive } from "./platform/Database.ts"
 import { JobQueue } from "./platform/JobQueue.ts"
@@ -102,7 +103,15 @@ const RealtimeOnFirstUse = Layer.effect(Realtime, Effect.gen(function*() {
  * What several services of the store read: keys, limits, plans (Entitlements, with the registry of
  * plan-change effects every feature adds to), accounts, and who owns mail bytes, words and mailboxes.
  */
-const Shared = Layer.mergeAll(Accounts.layer, ServiceKeys.layer, BlobStore.layer, SearchIndex.layer, MailboxAccess.layer, PipelineWakeups.layer).pipe(
+const Shared = Layer.mergeAll(
+  Accounts.layer,
+  ServiceKeys.layer,
+  BlobStore.layer,
+  SearchIndex.layer,
+  MailboxAccess.layer,
+  PipelineWakeups.layer,
+  PipelineHandoff.layer
+).pipe(
   Layer.provideMerge(Layer.mergeAll(Keyring.layer, RateLimiter.layer, Entitlements.layer))
 )
 

@@ -346,6 +346,35 @@ describe("small plain mail, worked in place", () => {
     expect(inPlace).toEqual(inThread)
   })
 
+  it("works small plain mail in place one message at a time, in order, in slices of the event loop's turns", async () => {
+    // A counter of the event loop's turns (its check phase): work done in one turn shares a count.
+    let loopTurns = 0
+    let ticking = true
+    const tick = () => {
+      loopTurns++
+      if (ticking) setImmediate(tick)
+    }
+    setImmediate(tick)
+    const settled = await withWorkers(
+      Effect.gen(function*() {
+        const order: Array<{ readonly index: number; readonly turn: number }> = []
+        yield* Effect.forEach(
+          Array.from({ length: 300 }, (_, index) => index),
+          (index) => work(ordinary).pipe(Effect.tap(() => Effect.sync(() => order.push({ index, turn: loopTurns })))),
+          { concurrency: "unbounded", discard: true }
+        )
+        return order
+      }),
+      { inline: true }
+    ).finally(() => {
+      ticking = false
+    })
+    expect(settled.map((s) => s.index)).toEqual(Array.from({ length: 300 }, (_, index) => index))
+    // Interleaved, all would end in the same turn of the loop, at the end of the batch; in slices
+    // of a few milliseconds, the first ends turns before the last (300 messages take far longer).
+    expect(settled.at(-1)!.turn).toBeGreaterThan(settled[0]!.turn)
+  })
+
   it("holds mail worked in place to the same allowance: a DKIM key lookup that never answers fails it as too complex", async () => {
     const hanging = await signed("hang")
     expect(workableInline(hanging)).toBe(true)

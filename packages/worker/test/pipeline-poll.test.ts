@@ -5,7 +5,7 @@
  * claimers' poll, PollEvery, on the clock.
  */
 import { buildTestMessage } from "@burnbox/domain/mail/index"
-import { BlobStore, Entitlements, MailQueue, Mailstore, PipelineWakeups, PollEvery, SearchIndex } from "@burnbox/store"
+import { BlobStore, Entitlements, MailQueue, Mailstore, PipelineHandoff, PipelineWakeups, PollEvery, SearchIndex } from "@burnbox/store"
 import { freshDatabase, processOn, seedAlias } from "@burnbox/testkit"
 import { DnsResolver, MailWorkers, PipelineLive } from "@burnbox/worker"
 import { Effect, Layer, Queue } from "effect"
@@ -26,11 +26,12 @@ describe("the pipeline's poll", () => {
       const store = Layer.mergeAll(MailQueue.layerNoDeps, Mailstore.layerNoDeps).pipe(
         Layer.provide([BlobStore.layer, SearchIndex.layer, Entitlements.layer, Deaf])
       )
+      // Nothing is handed from the accepting commit (PipelineHandoff): the mail waits for a claim.
       const context = yield* Layer.build(
         Layer.mergeAll(
           PipelineLive.pipe(Layer.provide(MailWorkers.layerWith({})), Layer.provide(DnsResolver.fixed({}))),
           store
-        ).pipe(Layer.provideMerge(store), Layer.provideMerge(processOn(url)))
+        ).pipe(Layer.provideMerge(store), Layer.provideMerge(PipelineHandoff.none), Layer.provideMerge(processOn(url)))
       )
       return yield* Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
@@ -58,5 +59,51 @@ describe("the pipeline's poll", () => {
     const { after, before } = await Effect.runPromise(program.pipe(Effect.scoped, Effect.provide(TestClock.layer())))
     expect(before).toBe("stub")
     expect(after).toBe("processed")
+  }, 60_000)
+
+  it("needs neither for mail its own process accepts while caught up: the accepting commit hands it over (PipelineHandoff)", async () => {
+    const program = Effect.gen(function*() {
+      const url = yield* freshDatabase
+      const store = Layer.mergeAll(MailQueue.layerNoDeps, Mailstore.layerNoDeps).pipe(
+        Layer.provide([BlobStore.layer, SearchIndex.layer, Entitlements.layer, Deaf])
+      )
+      const context = yield* Layer.build(
+        Layer.mergeAll(
+          PipelineLive.pipe(Layer.provide(MailWorkers.layerWith({})), Layer.provide(DnsResolver.fixed({}))),
+          store
+        ).pipe(Layer.provideMerge(store), Layer.provideMerge(PipelineHandoff.layer), Layer.provideMerge(processOn(url)))
+      )
+      return yield* Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const mailstore = yield* Mailstore
+        const { accountId, address, aliasId } = yield* seedAlias("poll.otter.2")
+        yield* realSleep(1_000)
+        const accept = (subject: string) =>
+          mailstore.accept({
+            deliveries: [{ aliasId, accountId, recipient: address }],
+            raw: buildTestMessage({ from: "shop@example.com", subject, text: "Your code is 482913" }, { to: address, date: new Date(0) }),
+            source: "test",
+            envelopeFrom: null,
+            clientAddress: null,
+            clientHelo: null
+          })
+        // The account's first accept reads its plan message by message and leaves its row for a claim.
+        const [first] = yield* accept("first")
+        const [second] = yield* accept("handed")
+        const statusOf = (id: number) => sql<{ status: string }>`SELECT processing_status AS status FROM messages WHERE id = ${id}`.pipe(
+          Effect.map((rows) => rows[0]?.status)
+        )
+        let handed = yield* statusOf(second!.id)
+        for (let i = 0; i < 100 && handed !== "processed"; i++) {
+          yield* realSleep(100)
+          handed = yield* statusOf(second!.id)
+        }
+        return { first: yield* statusOf(first!.id), handed }
+      }).pipe(Effect.provide(context))
+    })
+    // No wake-up and the clock standing: the claimers never run after their first, empty claim.
+    const { first, handed } = await Effect.runPromise(program.pipe(Effect.scoped, Effect.provide(TestClock.layer())))
+    expect(first).toBe("stub")
+    expect(handed).toBe("processed")
   }, 60_000)
 })

@@ -17,6 +17,8 @@ import { phaseClock, stampPhase } from "../platform/PhaseStamps.ts"
 import { now } from "../platform/Time.ts"
 import { SearchIndex } from "../search/SearchIndex.ts"
 import { Entitlements } from "../plans/Entitlements.ts"
+import type { ClaimedMessage } from "../pipeline/MailQueue.ts"
+import { PipelineHandoff } from "../pipeline/PipelineHandoff.ts"
 import { PipelineWakeups } from "../pipeline/PipelineWakeups.ts"
 import { accountStorageUsedOf, foldMailCounts } from "./MailCounts.ts"
 import { dropLeases, grant, LaneLeases, leasedOf, lockForEviction, spendFragment } from "./QuotaLeases.ts"
@@ -60,6 +62,16 @@ const MaxBatch = 64
 const FoldEveryMs = 1_000
 /** RCPT lookups: how many shared queries may be in flight at once. */
 const LookupsInFlight = 4
+/**
+ * A message up to this size (as received) may be handed to this process's pipeline by its
+ * accepting commit (PipelineHandoff), its bytes with it; a larger one is claimed (and its bytes
+ * read back) as before, as its claim would not carry them either.
+ */
+const HandoffBytes = 256 * 1024
+
+/** The bytes as received, in one array (a copy: each handed delivery its own). */
+const joinedRaw = (raw: Uint8Array | ReadonlyArray<Uint8Array>): Uint8Array =>
+  raw instanceof Uint8Array ? new Uint8Array(raw) : new Uint8Array(Buffer.concat(raw))
 
 /** A text[] parameter that may hold only nulls (the driver cannot infer the type of those). */
 const nullableText = (values: ReadonlyArray<string | null>) => PgTypes.array(values, PgTypes.OID.text).pipe(Result.getOrThrow)
@@ -131,6 +143,7 @@ export class Mailstore extends Context.Service<Mailstore, {
     const search = yield* SearchIndex
     const entitlements = yield* Entitlements
     const pipelineWakeups = yield* PipelineWakeups
+    const handoff = yield* PipelineHandoff
     const stores: MessageStores = { sql, blobs, search }
 
     const recipientRows = rowsDecoder(Schema.Struct({ n: Schema.Int, id: Schema.Int, account_id: Schema.Int, status: Schema.String }))
@@ -142,7 +155,9 @@ export class Mailstore extends Context.Service<Mailstore, {
     const batchAnswers = rowsDecoder(Schema.Struct({
       ids: Schema.NullOr(Schema.Array(Schema.Tuple([Schema.Int, Schema.Int]))),
       accounts: Schema.NullOr(Schema.Array(AccountPlan)),
-      leased: Schema.Int
+      leased: Schema.Int,
+      /** The handed messages' aliases: id, address, label. */
+      aliases: Schema.NullOr(Schema.Array(Schema.Tuple([Schema.Int, Schema.String, Schema.NullOr(Schema.String)])))
     }))
     const ownerRows = rowsDecoder(Schema.Struct({ account_id: Schema.Int }))
 
@@ -280,14 +295,26 @@ export class Mailstore extends Context.Service<Mailstore, {
      * commit, that each plan is the one the statement assumed and that every account's lease
      * covered its bytes; if not, the transaction rolls back (NotSetBased).
      */
-    const acceptSet = (lane: LaneLeases, batch: ReadonlyArray<Pending>, accountIds: ReadonlyArray<number>, wants: ReadonlyMap<number, number>, at: Date) =>
+    const acceptSet = (
+      lane: LaneLeases,
+      batch: ReadonlyArray<Pending>,
+      accountIds: ReadonlyArray<number>,
+      wants: ReadonlyMap<number, number>,
+      at: Date,
+      places: number
+    ) =>
       Effect.gen(function*() {
         const staged = yield* blobs.stageRaw(batch.map((p) => p.raw))
+        let handing = places
         const rows = batch.flatMap((p, n) => p.input.deliveries.map((delivery) => {
           const plan = knownPlans.get(delivery.accountId)!
           const retentionDays = p.input.source === "test" ? TestMessageRetentionDays : plan.retentionDays
-          return { n: n + 1, delivery, input: p.input, size: p.raw.size, expiresAt: new Date(at.getTime() + retentionDays * dayMs) }
+          // Claimed by this statement for this process's pipeline, while it has places for them.
+          const handed = handing > 0 && p.raw.size <= HandoffBytes
+          if (handed) handing--
+          return { n: n + 1, delivery, input: p.input, size: p.raw.size, expiresAt: new Date(at.getTime() + retentionDays * dayMs), handed }
         }))
+        const handedAliases = [...new Set(rows.filter((r) => r.handed).map((r) => r.delivery.aliasId))]
         const [answer] = yield* sql`
           WITH plans AS (
             SELECT a.id, ${entitlements.column("a")} AS plan FROM accounts a WHERE a.id = ANY(${accountIds}::int4[])
@@ -301,23 +328,31 @@ export class Mailstore extends Context.Service<Mailstore, {
                                  ${rows.map((r) => r.input.source)}::text[], ${rows.map((r) => r.delivery.recipient)}::text[],
                                  ${nullableText(rows.map((r) => r.input.envelopeFrom))}, ${nullableText(rows.map((r) => r.input.clientAddress))},
                                  ${nullableText(rows.map((r) => r.input.clientHelo))}, ${rows.map((r) => r.expiresAt)}::timestamptz[],
-                                 ${rows.map((r) => r.size)}::int4[])
-              AS i(ord, n, account_id, alias_id, source, recipient, envelope_from, client_address, client_helo, expires_at, size_bytes)
+                                 ${rows.map((r) => r.size)}::int4[], ${rows.map((r) => r.handed)}::bool[])
+              AS i(ord, n, account_id, alias_id, source, recipient, envelope_from, client_address, client_helo, expires_at, size_bytes, handed)
           ), ids AS (
             SELECT ord, nextval(pg_get_serial_sequence('messages', 'id'))::int4 AS id FROM input
           ), message AS (
+            -- A handed row is written claimed, as MailQueue's claim would write it (PipelineHandoff).
             INSERT INTO messages (id, account_id, alias_id, source, recipient, envelope_from, client_address, client_helo,
-                                  received_at, expires_at, size_bytes)
+                                  received_at, expires_at, size_bytes,
+                                  processing_status, processing_started_at, processing_attempts, processing_worker)
             OVERRIDING SYSTEM VALUE
             SELECT ids.id, i.account_id, i.alias_id, i.source, i.recipient, i.envelope_from, i.client_address, i.client_helo,
-                   ${at}, i.expires_at, i.size_bytes
+                   ${at}, i.expires_at, i.size_bytes,
+                   CASE WHEN i.handed THEN 'processing' ELSE 'stub' END, CASE WHEN i.handed THEN ${at}::timestamptz END,
+                   CASE WHEN i.handed THEN 1 ELSE 0 END, CASE WHEN i.handed THEN ${handoff.worker}::text END
             FROM input i JOIN ids USING (ord)
             RETURNING id
           ), raw AS (${blobs.insertRawBatch(staged)}
           )
           SELECT (SELECT json_agg(json_build_array(ord, id)) FROM ids) AS ids,
                  (SELECT json_agg(json_build_object('id', id, 'plan', plan)) FROM plans) AS accounts,
-                 (SELECT count(*)::int FROM spent) AS leased`.pipe(Effect.flatMap(batchAnswers))
+                 (SELECT count(*)::int FROM spent) AS leased,
+                 (SELECT json_agg(json_build_array(al.id, al.local_part || '@' || d.name, al.label))
+                  FROM aliases al JOIN domains d ON d.id = al.domain_id WHERE al.id = ANY(${handedAliases}::int4[])) AS aliases`.pipe(
+          Effect.flatMap(batchAnswers)
+        )
         yield* blobs.unstageRaw(staged)
         const plans = new Map((answer?.accounts ?? []).map((a) => [a.id, a.plan]))
         const assumed = accountIds.every((id) =>
@@ -330,7 +365,29 @@ export class Mailstore extends Context.Service<Mailstore, {
         const idOf = new Map(ids.map(([ord, id]) => [ord, id]))
         const accepted: Array<Array<Accepted>> = batch.map(() => [])
         rows.forEach((r, i) => accepted[r.n - 1]!.push({ id: idOf.get(i + 1)!, aliasId: r.delivery.aliasId, receivedAt: at, expiresAt: r.expiresAt }))
-        return accepted.map((list) => Result.succeed(list as ReadonlyArray<Accepted>))
+        const aliasOf = new Map((answer?.aliases ?? []).map(([id, address, label]) => [id, { id, address, label }]))
+        const handed = rows.flatMap((r, i): Array<ClaimedMessage> => {
+          const alias = aliasOf.get(r.delivery.aliasId)
+          return !r.handed || alias === undefined ? [] : [{
+            id: idOf.get(i + 1)!,
+            attempts: 1,
+            accountId: r.delivery.accountId,
+            aliasId: r.delivery.aliasId,
+            alias,
+            source: r.input.source,
+            receivedAt: at,
+            sizeBytes: r.size,
+            clientAddress: r.input.clientAddress,
+            clientHelo: r.input.clientHelo,
+            envelopeFrom: r.input.envelopeFrom,
+            hasRaw: true,
+            raw: joinedRaw(r.input.raw),
+            // at most HandoffBytes: its bytes as received, never compressed ones to inflate
+            rawZstd: null
+          }]
+        })
+        if (handed.length !== rows.filter((r) => r.handed).length) return yield* Effect.fail(new NotSetBased(false))
+        return { outcomes: accepted.map((list) => Result.succeed(list as ReadonlyArray<Accepted>)), handed }
       }).pipe(Effect.catchTag("SqlError", (error) =>
         error.cause._tag === "DeadlockError"
           ? Effect.logDebug("group commit: the set-based statement was a deadlock's victim; it runs again").pipe(
@@ -372,7 +429,7 @@ export class Mailstore extends Context.Service<Mailstore, {
     const aliasesOf = (batch: ReadonlyArray<Pending>) =>
       [...new Set(batch.flatMap((p) => p.input.deliveries.map((d) => d.aliasId)))].sort((a, b) => a - b)
     /** The set-based statement, after asking for the leases the lane lacks; NotSetBased when one is not granted. */
-    const setBased = (lane: LaneLeases, batch: ReadonlyArray<Pending>, at: Date) =>
+    const setBased = (lane: LaneLeases, batch: ReadonlyArray<Pending>, at: Date, places: number) =>
       Effect.gen(function*() {
         const accountIds = accountsOf(batch)
         const wants = bytesByAccount(batch)
@@ -382,7 +439,7 @@ export class Mailstore extends Context.Service<Mailstore, {
           const granted = yield* grant(sql, lane, lacking, wants, quotaOf, nowMs)
           if (!granted) return yield* Effect.fail(new NotSetBased(false))
         }
-        const outcomes = yield* sql.withTransaction(acceptSet(lane, batch, accountIds, wants, at))
+        const outcomes = yield* sql.withTransaction(acceptSet(lane, batch, accountIds, wants, at, places))
         lane.spent(wants)
         return outcomes
       })
@@ -403,22 +460,30 @@ export class Mailstore extends Context.Service<Mailstore, {
         const staged = yield* blobs.stageRaw(batch.map((p) => p.raw))
         const results = yield* Effect.forEach(batch, (p, i) => sql.withTransaction(acceptOne(p.input, staged, i, at)).pipe(Effect.result))
         yield* blobs.unstageRaw(staged)
-        return results
+        // Message by message, every row is left for a claim.
+        return { outcomes: results, handed: [] as ReadonlyArray<ClaimedMessage> }
       }))
     const runBatch = (lane: LaneLeases) => (batch: ReadonlyArray<Pending>) =>
       Effect.gen(function*() {
         const batchAt = phaseClock()
         const at = yield* now
         const known = batch.every((p) => p.input.deliveries.every((d) => knownPlans.has(d.accountId)))
-        const outcomes = known
-          ? yield* setBased(lane, batch, at).pipe(
-            Effect.catchTag("NotSetBased", (e) => e.stalePlan ? setBased(lane, batch, at) : Effect.fail(e)),
-            Effect.catchTag("NotSetBased", () => messageByMessage(lane, batch, at))
+        // Places in this process's pipeline for the rows it may take from the commit (PipelineHandoff).
+        const places = known
+          ? handoff.reserve(batch.reduce((n, p) => n + (p.raw.size <= HandoffBytes ? p.input.deliveries.length : 0), 0))
+          : 0
+        const { handed, outcomes } = known
+          ? yield* setBased(lane, batch, at, places).pipe(
+            Effect.catchTag("NotSetBased", (e) => e.stalePlan ? setBased(lane, batch, at, places) : Effect.fail(e)),
+            Effect.catchTag("NotSetBased", () => messageByMessage(lane, batch, at)),
+            Effect.onExit((exit) => Effect.sync(() => handoff.release(places - (exit._tag === "Success" ? exit.value.handed.length : 0))))
           )
           : yield* messageByMessage(lane, batch, at)
         const committedAt = phaseClock()
-        // The pipeline hears of it after the commit (PipelineWakeups: not a NOTIFY in the transaction).
-        if (outcomes.some(Result.isSuccess)) yield* pipelineWakeups.queued
+        // The pipeline hears of the rows left for a claim after the commit (PipelineWakeups: not a
+        // NOTIFY in the transaction); the handed ones it is given below, after the replies.
+        const rowsWritten = outcomes.reduce((n, outcome) => n + (Result.isSuccess(outcome) ? outcome.success.length : 0), 0)
+        if (rowsWritten > handed.length) yield* pipelineWakeups.queued
         yield* foldSoon
         yield* Effect.forEach(batch, (p, i) => {
           const outcome = outcomes[i]!
@@ -434,6 +499,16 @@ export class Mailstore extends Context.Service<Mailstore, {
             ? Deferred.fail(p.done, outcome.failure)
             : Deferred.die(p.done, outcome.failure)
         }, { discard: true })
+        if (handed.length > 0) {
+          // The replies first: the fibers waiting for this batch's outcomes answer their sessions
+          // before its messages' work (small mail is worked on this thread) begins.
+          yield* Effect.yieldNow
+          const ids = handed.map((m) => m.id)
+          stampPhase("claim.woke", ids, committedAt)
+          stampPhase("claim.sent", ids, committedAt)
+          stampPhase("claim.answered", ids, committedAt)
+          handoff.hand(handed)
+        }
       }).pipe(
         Effect.catchCause((cause) => Effect.forEach(batch, (p) => Deferred.failCause(p.done, Cause.die(Cause.squash(cause))), { discard: true }))
       )
@@ -489,6 +564,8 @@ export class Mailstore extends Context.Service<Mailstore, {
     return Mailstore.of({ resolveRecipient, accept, purgeExpired, foldCounts })
   }))
 
-  /** With its own BlobStore, SearchIndex and Entitlements, and the process's PipelineWakeups. */
-  static readonly layer = Mailstore.layerNoDeps.pipe(Layer.provide([BlobStore.layer, SearchIndex.layer, Entitlements.layer, PipelineWakeups.layer]))
+  /** With its own BlobStore, SearchIndex and Entitlements, and the process's PipelineWakeups and PipelineHandoff. */
+  static readonly layer = Mailstore.layerNoDeps.pipe(
+    Layer.provide([BlobStore.layer, SearchIndex.layer, Entitlements.layer, PipelineWakeups.layer, PipelineHandoff.layer])
+  )
 }

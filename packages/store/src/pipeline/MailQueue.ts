@@ -14,8 +14,9 @@
  */
 import { PgTypes } from "@effect/sql-pg"
 import type { WorkedMail } from "@burnbox/domain/mail/index"
-import { Context, Effect, Layer, Option, type Queue, Schema, type Scope } from "effect"
+import { Context, Effect, Layer, Option, Queue, Schema, type Scope } from "effect"
 import { SqlClient, SqlSchema, type Statement } from "effect/sql"
+import { claimerName } from "./PipelineHandoff.ts"
 import { PipelineWakeups } from "./PipelineWakeups.ts"
 import { eventRecord, insertEventRecords, type NewEvent, OutboxChannel } from "../webhooks/Outbox.ts"
 import { BlobStore, inflateRaw, InlineZstdBytes, RawPieceBytes, type StoredRaw } from "../platform/BlobStore.ts"
@@ -161,12 +162,7 @@ export class MailQueue extends Context.Service<MailQueue, {
 
     // This process's name on its connections (Database.ts processApplicationName), recorded with
     // each claim; another name (a pool configured elsewhere) claims for the timeout alone.
-    const named = yield* SqlSchema.findAll({
-      Request: Schema.Void,
-      Result: Schema.Struct({ name: Schema.String }),
-      execute: () => sql`SELECT current_setting('application_name') AS name`
-    })(undefined).pipe(Effect.orDie)
-    const worker = named[0] !== undefined && named[0].name.startsWith("burnbox/") ? named[0].name : null
+    const worker = yield* claimerName(sql)
 
     /**
      * A claim commits without waiting for its WAL to reach the disk (`synchronous_commit` off for
@@ -313,6 +309,28 @@ export class MailQueue extends Context.Service<MailQueue, {
       }))
 
     /**
+     * The archive marks of stored messages are read again after their commits (SearchIndex:
+     * a mark committed while the store statement ran), by one fiber of its own, off the stores'
+     * path: a store's writer and its messages' places in the pipeline do not wait for that round
+     * trip (bench:wait, issue #36 item 4), and the stores that commit meanwhile share one statement.
+     */
+    const toRefresh: Array<number> = []
+    const refreshWanted = yield* Queue.sliding<void>(1)
+    const refreshMarks = Effect.suspend(() => search.refreshArchiveMarks(toRefresh.splice(0)))
+    yield* Queue.take(refreshWanted).pipe(
+      Effect.andThen(refreshMarks),
+      Effect.catchCause((cause) => Effect.logWarning("pipeline: reading the stored messages' archive marks again failed", cause)),
+      Effect.forever,
+      Effect.forkScoped
+    )
+    yield* Effect.addFinalizer(() => refreshMarks.pipe(Effect.ignore))
+    const refreshLater = (ids: ReadonlyArray<number>) =>
+      ids.length === 0 ? Effect.void : Effect.suspend(() => {
+        toRefresh.push(...ids)
+        return Queue.offer(refreshWanted, undefined)
+      })
+
+    /**
      * Writes the results of `batch`, atomically: one statement, in a transaction of its own only
      * when attachments are written too (or a retried message's earlier ones removed).
      */
@@ -324,7 +342,7 @@ export class MailQueue extends Context.Service<MailQueue, {
         const withAttachments = batch.some((ready) => ready.mail.attachments.length > 0 || ready.message.attempts > 1)
         const stored = withAttachments ? yield* storeWithAttachments(batch, at) : yield* storeStatement(batch, at)
         stampPhase("store.committed", ids)
-        yield* search.refreshArchiveMarks(stored.map((row) => row.id))
+        yield* refreshLater(stored.map((row) => row.id))
       }).pipe(Effect.asVoid, Effect.orDie)
 
     /**

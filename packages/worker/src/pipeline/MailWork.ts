@@ -38,6 +38,11 @@ export type MailWorkResult =
     readonly dkim: DkimOutcome | null
   }
 
+/** Runs a message's parsing or its analysis (CPU work, no waiting): at once, or in a turn (MailWorkers' inline work). */
+export type WorkTurn = <A>(work: () => Promise<A>) => Promise<A>
+
+const atOnce: WorkTurn = (work) => work()
+
 /**
  * zstd-compressed bytes inflated into one array of exactly `size` bytes, with a buffer of its own
  * (so it can be parsed without a copy): with zlib's output chunk that size, the bytes are written
@@ -50,17 +55,24 @@ export const inflateExact = (compressed: Uint8Array, size: number): Uint8Array =
 
 /**
  * Parses, verifies DKIM and analyzes, in that order; a message that cannot be parsed stops at
- * the first. With `release` (the thread that owns `task.raw`), the raw bytes are freed at once
- * (their buffer detached) when nothing reads them any more, before the analysis and the columns:
- * otherwise they stay until the thread's next garbage collection, a 15 MB message's bytes
- * beside its text, renderings and columns.
+ * the first. The parsing and the analysis run in `turn` (MailWorkers' inline work takes turns on
+ * its event loop), DKIM (which may wait for its key lookups) between them, outside a turn. With
+ * `release` (the thread that owns `task.raw`), the raw bytes are freed at once (their buffer
+ * detached) when nothing reads them any more, before the analysis and the columns: otherwise they
+ * stay until the thread's next garbage collection, a 15 MB message's bytes beside its text,
+ * renderings and columns.
  */
-export const doMailWork = async (task: MailTask, resolve: Resolve, options: { readonly release?: boolean } = {}): Promise<MailWorkResult> => {
+export const doMailWork = async (
+  task: MailTask,
+  resolve: Resolve,
+  options: { readonly release?: boolean; readonly turn?: WorkTurn } = {}
+): Promise<MailWorkResult> => {
+  const turn = options.turn ?? atOnce
   const size = task.inflateTo ?? task.raw.byteLength
   memoryStep("thread.start", size)
   const raw = task.inflateTo === undefined ? task.raw : inflateExact(task.raw, task.inflateTo)
   memoryStep("thread.inflated", size)
-  const result = await parseMessage(raw)
+  const result = await turn(() => parseMessage(raw))
   memoryStep("thread.parsed", size)
   if (!result.ok) return { ok: false, reason: result.reason, detail: result.detail }
   const dkim = task.dkim === null ? null : await verifyDkim(raw, { resolver: resolve, sender: task.dkim.sender })
@@ -69,9 +81,11 @@ export const doMailWork = async (task: MailTask, resolve: Resolve, options: { re
   if ((options.release === true || raw !== task.raw) && !result.message.attachments.some((attachment) => attachment.content.buffer === raw.buffer)) {
     freeBytes(raw)
   }
-  const analysis = analyzeMessage(result.message)
-  memoryStep("thread.analyzed", size)
-  const mail = workedMail(result.message, analysis)
+  const mail = await turn(async () => {
+    const analysis = analyzeMessage(result.message)
+    memoryStep("thread.analyzed", size)
+    return workedMail(result.message, analysis)
+  })
   memoryStep("thread.columns", size)
   return { ok: true, mail, dkim }
 }

@@ -33,6 +33,7 @@ import {
   MailQueue,
   type NewEvent,
   now,
+  PipelineHandoff,
   phaseClock,
   PollEvery,
   type ProcessedMessage,
@@ -242,17 +243,29 @@ export class Pipeline {
   })
 }
 
-/** The pipeline as background fibers of the worker role (needs a DnsResolver and MailWorkers). */
+/**
+ * The pipeline as background fibers of the worker role (needs a DnsResolver and MailWorkers).
+ * Mail this process accepts comes from the accepting commit in memory while the claimers are
+ * caught up (PipelineHandoff); the rest is claimed.
+ */
 export const PipelineLive = Layer.effectDiscard(Effect.gen(function*() {
   const queue = yield* MailQueue
   const pipeline = yield* Pipeline.make
+  const handoff = yield* PipelineHandoff
   const wakeups = yield* queue.wakeups
   // A wake-up, or the poll: what a lost wake-up (PipelineWakeups) costs at most.
   const waitForWork = Effect.race(Queue.take(wakeups).pipe(Effect.ignore), Effect.sleep(PollEvery))
   const working = yield* FiberSet.make()
+  const runWork = yield* FiberSet.runtime(working)<Effect.Services<ReturnType<typeof pipeline.processOne>>>()
   let inFlight = 0
   /** Completed when a place frees while a claimer waits for room. */
   let roomMade: Deferred.Deferred<void> | undefined
+  /**
+   * The last claim found the queue empty and no accept has left rows for a claim since: only
+   * then does the accepting commit hand mail over, so it never overtakes a backlog for long, nor
+   * takes the places a claimer waits for.
+   */
+  let caughtUp = false
   const placesFreed = (n: number) => {
     inFlight -= n
     if (roomMade !== undefined && InFlight - inFlight >= ClaimBatchSize) {
@@ -275,6 +288,7 @@ export const PipelineLive = Layer.effectDiscard(Effect.gen(function*() {
       const batch = yield* queue.claimUpTo(ClaimBatchSize).pipe(Effect.onError(() => Effect.sync(() => placesFreed(ClaimBatchSize))))
       const answeredAt = phaseClock()
       placesFreed(ClaimBatchSize - batch.length)
+      caughtUp = batch.length < ClaimBatchSize
       const ids = batch.map((claimed) => claimed.id)
       stampPhase("claim.woke", ids, wokeAt)
       stampPhase("claim.sent", ids, sentAt)
@@ -286,6 +300,19 @@ export const PipelineLive = Layer.effectDiscard(Effect.gen(function*() {
         yield* waitForWork
         wokeAt = phaseClock()
       }
+    }
+  })
+  yield* handoff.attach({
+    reserve: (n) => {
+      const places = caughtUp && roomMade === undefined ? Math.max(0, Math.min(n, InFlight - inFlight)) : 0
+      // Rows it cannot take wait for a claim, and the hand-over for them to be claimed.
+      if (places < n) caughtUp = false
+      inFlight += places
+      return places
+    },
+    release: placesFreed,
+    take: (messages) => {
+      for (const claimed of messages) runWork(Effect.ensuring(pipeline.processOne(claimed), placeFreed))
     }
   })
   for (let i = 0; i < Claimers; i++) {
