@@ -183,7 +183,7 @@ const main = async (): Promise<number> => {
     burnbox.checkAlive()
     const phase: Phase = { kind, round, loadAverage: load, reads, sql, busy, loop: loopBetween(loopFile, from, to), ingest, cpu }
     phases.push(phase)
-    log(`  ${reads.map((r) => `${r.name} p50 ${fmt(r.latency.p50, 1)} p99 ${fmt(r.latency.p99, 1)} ms (${r.latency.count})`).join("; ")}` +
+    log(`  ${reads.map((r) => `${r.name} p50 ${fmt(r.latency.p50, 1)} p99 ${fmt(r.latency.p99, 1)} ms (${r.latency.count}, client lag p99 ${fmt(r.lag.p99, 1)})`).join("; ")}` +
       `${ingest === undefined ? "" : `; ingest ${fmt(ingest.accepted / ingest.seconds)} msg/s`}; loop p99 ${fmt(phase.loop.p99, 1)} ms busy ${fmt(phase.loop.busy * 100)} %`)
   }
   for (let round = 1; round <= rounds; round++) {
@@ -207,19 +207,21 @@ const main = async (): Promise<number> => {
       `${p.kind} #${p.round}`, p.loadAverage.split(" ")[0]!,
       p.ingest === undefined ? "-" : fmt(p.ingest.accepted / p.ingest.seconds),
       fmt(m.latency.p50, 1), fmt(m.latency.p99, 1), fmt(me.latency.p50, 1), fmt(me.latency.p99, 1),
+      `${fmt(m.lag.p99, 1)}, ${fmt(me.lag.p99, 1)}`,
       fmt(p.sql.p50, 1), fmt(p.sql.p99, 1),
       `${fmt(p.busy.mean, 1)} / ${p.busy.max}`,
       `${fmt(p.loop.p50, 1)} / ${fmt(p.loop.p99, 1)} / ${fmt(p.loop.max, 1)}`, fmt(p.loop.busy * 100),
       serverCpuCell(p.cpu), failures
     ]
   }
-  const header = ["phase", "load avg", "ingest msg/s", "/messages p50", "p99", "/me p50", "p99", "page SQL alone p50", "p99", "busy conns mean / max", "loop delay p50 / p99 / max", "loop busy %", "cpu % node+pg", "failures"]
+  const header = ["phase", "load avg", "ingest msg/s", "/messages p50", "p99", "/me p50", "p99", "client lag p99 (/messages, /me)", "page SQL alone p50", "p99", "busy conns mean / max", "loop delay p50 / p99 / max", "loop busy %", "cpu % node+pg", "failures"]
   out.push(table(header, phases.map(rowsFor)))
   out.push("")
   out.push("ms throughout. page SQL alone = the list's newest-first page on this script's own connection (PostgreSQL without the service's pool")
   out.push("or event loop); busy conns = the service's PostgreSQL connections active or in a transaction (pg_stat_activity every 50 ms);")
   out.push("loop delay = the service's main-thread event-loop delay per second (median of the seconds' p50, worst second's p99, worst delay);")
   out.push("loop busy = the share of the time its event loop ran. cpu = share of one core (node + its PostgreSQL).")
+  out.push("client lag = how late the reader's own thread sent each request (counted in its latency): the benchmark's client shares the cores.")
   out.push("Each phase starts once the pipeline's backlog is processed, after ANALYZE messages.")
   out.push("")
   const summary = (kind: Phase["kind"]) => [

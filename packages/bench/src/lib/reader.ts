@@ -26,6 +26,8 @@ export interface ReadResult {
   readonly failures: ReadonlyMap<string, number>
   /** the reader's own lag behind its schedule, max ms (large means the reader, not the service, was late) */
   readonly maxLagMs: number
+  /** the same lag per request: the part of each latency that is the client's own event loop (this machine's CPU), not the service */
+  readonly lag: Distribution
 }
 
 export interface Reader {
@@ -38,7 +40,7 @@ export interface Reader {
 const workerSource = `
 const { parentPort, workerData } = require("node:worker_threads")
 const { targets, perSecond, timeoutMs } = workerData
-const results = targets.map(() => ({ samples: [], failures: {}, maxLagMs: 0 }))
+const results = targets.map(() => ({ samples: [], lags: [], failures: {}, maxLagMs: 0 }))
 const inFlight = new Set()
 let stopped = false
 const interval = 1000 / perSecond
@@ -46,7 +48,9 @@ const started = performance.now()
 const fire = async (t, due) => {
   const target = targets[t]
   const result = results[t]
-  result.maxLagMs = Math.max(result.maxLagMs, performance.now() - due)
+  const lag = performance.now() - due
+  result.maxLagMs = Math.max(result.maxLagMs, lag)
+  result.lags.push(lag)
   try {
     const response = await fetch(target.url, { headers: target.headers, signal: AbortSignal.timeout(timeoutMs) })
     await response.arrayBuffer()
@@ -87,7 +91,7 @@ export const startReader = (options: { readonly targets: ReadonlyArray<ReadTarge
   const failed = new Promise<never>((_, fail) => worker.once("error", fail))
   return {
     stop: async () => {
-      const answer = new Promise<Array<{ samples: Array<number>; failures: Record<string, number>; maxLagMs: number }>>((ok) => worker.once("message", ok))
+      const answer = new Promise<Array<{ samples: Array<number>; lags: Array<number>; failures: Record<string, number>; maxLagMs: number }>>((ok) => worker.once("message", ok))
       worker.postMessage("stop")
       const results = await Promise.race([answer, failed])
       await worker.terminate()
@@ -95,7 +99,8 @@ export const startReader = (options: { readonly targets: ReadonlyArray<ReadTarge
         name: options.targets[i]!.name,
         latency: distribution(r.samples),
         failures: new Map(Object.entries(r.failures)),
-        maxLagMs: r.maxLagMs
+        maxLagMs: r.maxLagMs,
+        lag: distribution(r.lags)
       }))
     }
   }

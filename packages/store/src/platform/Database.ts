@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto"
-import { readFileSync } from "node:fs"
+import { readFileSync, writeFileSync } from "node:fs"
 import { setPriority } from "node:os"
 import { join } from "node:path"
 import { PgClient } from "@effect/sql-pg"
@@ -99,6 +99,22 @@ export class MigratedDatabase extends Context.Service<MigratedDatabase, { readon
 export const processApplicationName = () => `burnbox/${process.pid}/${randomBytes(4).toString("hex")}`
 
 /**
+ * A PostgreSQL backend starts a session of its own (setsid), and with the kernel's autogroup
+ * scheduling (`kernel.sched_autogroup_enabled`, on by default in most distributions) each session
+ * is a group that shares the CPU with the others as one: a nice value counts only within its
+ * group, so a niced backend alone in its session still took as much CPU as the API's thread
+ * (whose group is the whole node process). Its group's nice (`/proc/PID/autogroup`) is what
+ * ranks it against them; without autogroup the file is missing, or ignored.
+ */
+const lowerAutogroup = (pid: number, nice: number) => {
+  try {
+    writeFileSync(`/proc/${pid}/autogroup`, String(nice))
+  } catch {
+    // no autogroup scheduling here, or not allowed: the nice value is what ranks it
+  }
+}
+
+/**
  * Lowers the OS priority (nice) of the PostgreSQL backends serving the pool named
  * `applicationName`, and of each one it opens later (looked for every second): for a pool whose
  * work may wait (`burnbox start`'s ingest and worker), so the backends of another pool (the
@@ -120,7 +136,10 @@ const lowerBackendPriority = (applicationName: string, nice: number) =>
           if (lowered.has(pid)) continue
           lowered.add(pid)
           try {
-            if (readFileSync(`/proc/${pid}/comm`, "utf8").trim() === "postgres") setPriority(pid, nice)
+            if (readFileSync(`/proc/${pid}/comm`, "utf8").trim() === "postgres") {
+              setPriority(pid, nice)
+              lowerAutogroup(pid, nice)
+            }
           } catch {
             // gone meanwhile, or not allowed: it keeps its priority
           }
