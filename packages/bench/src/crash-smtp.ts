@@ -36,9 +36,9 @@
  *
  * Environment: CRASH_ROUNDS (2), CRASH_AFTER_MS (3000), CRASH_CONNECTIONS (50), BENCH_LOG_DIR.
  */
-import { createServer } from "node:net"
 import { availableParallelism, cpus } from "node:os"
 import { zstdDecompressSync } from "node:zlib"
+import { freePort } from "@burnbox/store"
 import { Burnbox, type PgClient, serviceSource, Session } from "./lib/burnbox.ts"
 import { envInt, epochMs, fmt, loadAverage, sleep, table } from "./lib/common.ts"
 import { codeOf, countsText, messageFactory, runSmtpLoad } from "./lib/smtp.ts"
@@ -107,18 +107,6 @@ const countersOff = async (db: PgClient): Promise<number> => {
   return Number(row!.n)
 }
 
-/** A loopback port nothing listens on (taken from the OS, then let go). */
-const closedPort = () =>
-  new Promise<number>((resolve, reject) => {
-    const server = createServer()
-    server.once("error", reject)
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address()
-      const port = typeof address === "object" && address !== null ? address.port : 0
-      server.close(() => resolve(port))
-    })
-  })
-
 const main = async (): Promise<number> => {
   const burnbox = await Burnbox.create(session, { logName: "crash-smtp", extraEnv: { BURNBOX_WEBHOOK_ALLOW_PRIVATE: "true" } })
   session.afterCleanup(() => burnbox.summarizeLog())
@@ -132,7 +120,8 @@ const main = async (): Promise<number> => {
   log(`claimed alias ${alias.address} (id ${alias.id})`)
   const endpoint = await burnbox.api("POST", "/api/v1/webhooks", token, {
     name: "crash-smtp",
-    url: `https://127.0.0.1:${await closedPort()}/events`,
+    // a port nothing listens on (taken from the OS, then let go)
+    url: `https://127.0.0.1:${await freePort()}/events`,
     subscription: { mode: "all" }
   })
   if (endpoint.status !== 201 && endpoint.status !== 200) throw new Error(`POST /api/v1/webhooks answered ${endpoint.status}: ${endpoint.text}`)

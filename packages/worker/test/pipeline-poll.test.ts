@@ -16,23 +16,26 @@ import { describe, expect, it } from "vitest"
 /** Wake-ups that are all lost: accepts tell no one, and no claimer is ever woken. */
 const Deaf = Layer.succeed(PipelineWakeups, PipelineWakeups.of({ queued: Effect.void, wakeups: Queue.unbounded<void>() }))
 
+/** One process on a fresh database: its pipeline and store, with every wake-up lost, and `handoff`. */
+const deafPipeline = (handoff: Layer.Layer<PipelineHandoff, never, SqlClient.SqlClient>) =>
+  Layer.unwrap(Effect.map(freshDatabase, (url) => {
+    const store = Layer.mergeAll(MailQueue.layerNoDeps, Mailstore.layerNoDeps).pipe(
+      Layer.provide([BlobStore.layer, SearchIndex.layer, Entitlements.layer, Deaf])
+    )
+    return Layer.mergeAll(
+      PipelineLive.pipe(Layer.provide(MailWorkers.layerWith({})), Layer.provide(DnsResolver.fixed({}))),
+      store
+    ).pipe(Layer.provideMerge(store), Layer.provideMerge(handoff), Layer.provideMerge(processOn(url)))
+  }))
+
 /** Real time, while the test clock stands still. */
 const realSleep = (ms: number) => Effect.promise(() => new Promise((resolve) => setTimeout(resolve, ms)))
 
 describe("the pipeline's poll", () => {
   it("processes mail whose wake-up was lost once PollEvery passes on the clock, and not before", async () => {
     const program = Effect.gen(function*() {
-      const url = yield* freshDatabase
-      const store = Layer.mergeAll(MailQueue.layerNoDeps, Mailstore.layerNoDeps).pipe(
-        Layer.provide([BlobStore.layer, SearchIndex.layer, Entitlements.layer, Deaf])
-      )
       // Nothing is handed from the accepting commit (PipelineHandoff): the mail waits for a claim.
-      const context = yield* Layer.build(
-        Layer.mergeAll(
-          PipelineLive.pipe(Layer.provide(MailWorkers.layerWith({})), Layer.provide(DnsResolver.fixed({}))),
-          store
-        ).pipe(Layer.provideMerge(store), Layer.provideMerge(PipelineHandoff.none), Layer.provideMerge(processOn(url)))
-      )
+      const context = yield* Layer.build(deafPipeline(PipelineHandoff.none))
       return yield* Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
         const mailstore = yield* Mailstore
@@ -63,16 +66,7 @@ describe("the pipeline's poll", () => {
 
   it("needs neither for mail its own process accepts while caught up: the accepting commit hands it over (PipelineHandoff)", async () => {
     const program = Effect.gen(function*() {
-      const url = yield* freshDatabase
-      const store = Layer.mergeAll(MailQueue.layerNoDeps, Mailstore.layerNoDeps).pipe(
-        Layer.provide([BlobStore.layer, SearchIndex.layer, Entitlements.layer, Deaf])
-      )
-      const context = yield* Layer.build(
-        Layer.mergeAll(
-          PipelineLive.pipe(Layer.provide(MailWorkers.layerWith({})), Layer.provide(DnsResolver.fixed({}))),
-          store
-        ).pipe(Layer.provideMerge(store), Layer.provideMerge(PipelineHandoff.layer), Layer.provideMerge(processOn(url)))
-      )
+      const context = yield* Layer.build(deafPipeline(PipelineHandoff.layer))
       return yield* Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
         const mailstore = yield* Mailstore
